@@ -1,0 +1,217 @@
+#include "client/commands.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "client/format.h"
+#include "client/interrupt.h"
+
+namespace tpud::client {
+namespace {
+
+using tpud::v1::JobStatus;
+
+void SetDeadline(grpc::ClientContext& context, std::chrono::duration<double> timeout) {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(timeout));
+}
+
+Result FromStatus(const Session& session, const grpc::Status& status) {
+  return ResultFromStatus(status, session.socket_path, session.timeout);
+}
+
+// Checks the output stream after a write, so a closed pipe ends a follow.
+Result CheckOutput(const Session& session) {
+  session.out->flush();
+  if (*session.out) return Result::Ok();
+  return {kExitError, std::string("cannot write output: ") + std::strerror(errno)};
+}
+
+Result PrintJobLine(const Session& session, const grpc::Status& status, const JobStatus& job) {
+  if (!status.ok()) return FromStatus(session, status);
+  *session.out << FormatJobLine(job) << '\n';
+  return CheckOutput(session);
+}
+
+std::string CannotRead(const std::string& file, int error) {
+  return "cannot read " + file + ": " + std::strerror(error);
+}
+
+// Reads a server stream to its end, calling `on_message` for each response.
+// With `follow`, SIGINT cancels the call and counts as success.
+template <typename Response, typename Start, typename OnMessage>
+Result ReadStream(const Session& session, bool follow, Start start, OnMessage on_message) {
+  grpc::ClientContext context;
+  if (!follow) SetDeadline(context, session.timeout);
+  std::optional<CancelOnInterrupt> interrupt;
+  if (follow) interrupt.emplace(&context);
+  std::unique_ptr<grpc::ClientReaderInterface<Response>> reader = start(&context);
+  Response response;
+  Result result;
+  while (result.ok() && reader->Read(&response)) {
+    result = on_message(response);
+  }
+  if (!result.ok()) {
+    context.TryCancel();
+    reader->Finish();
+    return result;
+  }
+  const grpc::Status status = reader->Finish();
+  if (interrupt && interrupt->interrupted()) return Result::Ok();
+  return FromStatus(session, status);
+}
+
+// Reads all of `file` ("-": stdin) into `*contents`.
+Result ReadInput(const std::string& file, std::string* contents) {
+  std::ostringstream buffer;
+  if (file == "-") {
+    buffer << std::cin.rdbuf();
+    *contents = buffer.str();
+    return Result::Ok();
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) return {kExitNoInput, CannotRead(file, EISDIR)};
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return {kExitNoInput, CannotRead(file, errno)};
+  buffer << in.rdbuf();
+  if (in.bad()) return {kExitNoInput, CannotRead(file, errno)};
+  *contents = buffer.str();
+  return Result::Ok();
+}
+
+// The name tpud uses for the spec in its errors: the file's absolute path.
+std::string SpecSource(const std::string& file) {
+  if (file == "-") return "<stdin>";
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+  return ec ? file : absolute.lexically_normal().string();
+}
+
+}  // namespace
+
+tpud::v1::StartJobRequest ConfiguredStartRequest(const std::string& name) {
+  tpud::v1::StartJobRequest request;
+  request.set_name(name);
+  return request;
+}
+
+Result SpecFileStartRequest(const std::string& file, tpud::v1::StartJobRequest* request) {
+  std::string yaml;
+  if (Result read = ReadInput(file, &yaml); !read.ok()) return read;
+  request->set_spec_yaml(std::move(yaml));
+  request->set_spec_source(SpecSource(file));
+  return Result::Ok();
+}
+
+tpud::v1::StartJobRequest AdHocStartRequest(const std::string& name,
+                                            const std::vector<std::string>& command,
+                                            const std::string& working_dir) {
+  tpud::v1::StartJobRequest request;
+  request.set_name(name);
+  tpud::v1::AdHocCommand* ad_hoc = request.mutable_ad_hoc();
+  for (const std::string& word : command) ad_hoc->add_command(word);
+  ad_hoc->set_working_dir(working_dir);
+  return request;
+}
+
+Result StartJob(const Session& session, const tpud::v1::StartJobRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(context, session.timeout);
+  tpud::v1::StartJobResponse response;
+  const grpc::Status status = session.stub->StartJob(&context, request, &response);
+  return PrintJobLine(session, status, response.job());
+}
+
+Result StopJob(const Session& session, const std::string& name) {
+  grpc::ClientContext context;
+  SetDeadline(context, session.timeout);
+  tpud::v1::StopJobRequest request;
+  request.set_name(name);
+  tpud::v1::StopJobResponse response;
+  const grpc::Status status = session.stub->StopJob(&context, request, &response);
+  return PrintJobLine(session, status, response.job());
+}
+
+Result RestartJob(const Session& session, const std::string& name) {
+  grpc::ClientContext context;
+  SetDeadline(context, session.timeout);
+  tpud::v1::RestartJobRequest request;
+  request.set_name(name);
+  tpud::v1::RestartJobResponse response;
+  const grpc::Status status = session.stub->RestartJob(&context, request, &response);
+  return PrintJobLine(session, status, response.job());
+}
+
+Result ShowStatus(const Session& session, const std::optional<std::string>& name, bool json) {
+  grpc::ClientContext context;
+  SetDeadline(context, session.timeout);
+  if (name) {
+    tpud::v1::GetJobRequest request;
+    request.set_name(*name);
+    tpud::v1::GetJobResponse response;
+    const grpc::Status status = session.stub->GetJob(&context, request, &response);
+    if (!status.ok()) return FromStatus(session, status);
+    *session.out << (json ? JobJson(response.job()) + "\n" : FormatJobDetail(response.job()));
+    return CheckOutput(session);
+  }
+  tpud::v1::ListJobsResponse response;
+  const grpc::Status status = session.stub->ListJobs(&context, {}, &response);
+  if (!status.ok()) return FromStatus(session, status);
+  const std::vector<JobStatus> jobs(response.jobs().begin(), response.jobs().end());
+  *session.out << (json ? JobsJson(jobs) + "\n" : FormatStatusTable(jobs));
+  return CheckOutput(session);
+}
+
+Result TailLogs(const Session& session, const std::string& job, int lines, bool follow) {
+  tpud::v1::TailLogsRequest request;
+  request.set_job(job);
+  request.set_lines(lines);
+  request.set_follow(follow);
+  auto start = [&](grpc::ClientContext* context) {
+    return session.stub->TailLogs(context, request);
+  };
+  auto print = [&](const tpud::v1::TailLogsResponse& chunk) {
+    if (chunk.dropped_bytes() > 0) {
+      *session.err << "tpuctl: note: " << chunk.dropped_bytes()
+                   << " bytes of output skipped (this reader fell behind)" << std::endl;
+    }
+    session.out->write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    return CheckOutput(session);
+  };
+  return ReadStream<tpud::v1::TailLogsResponse>(session, follow, start, print);
+}
+
+Result WatchEvents(const Session& session, const std::string& job, int history, bool follow,
+                   bool json) {
+  tpud::v1::WatchEventsRequest request;
+  request.set_job(job);
+  request.set_history(history);
+  request.set_follow(follow);
+  auto start = [&](grpc::ClientContext* context) {
+    return session.stub->WatchEvents(context, request);
+  };
+  auto print = [&](const tpud::v1::WatchEventsResponse& response) {
+    *session.out << (json ? EventJson(response.event()) : FormatEventLine(response.event()))
+                 << '\n';
+    return CheckOutput(session);
+  };
+  return ReadStream<tpud::v1::WatchEventsResponse>(session, follow, start, print);
+}
+
+Result ShowDaemonInfo(const Session& session, bool json) {
+  grpc::ClientContext context;
+  SetDeadline(context, session.timeout);
+  tpud::v1::GetDaemonInfoResponse response;
+  const grpc::Status status = session.stub->GetDaemonInfo(&context, {}, &response);
+  if (!status.ok()) return FromStatus(session, status);
+  *session.out << (json ? DaemonInfoJson(response, session.socket_path) + "\n"
+                        : FormatDaemonInfo(response, session.socket_path));
+  return CheckOutput(session);
+}
+
+}  // namespace tpud::client

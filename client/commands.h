@@ -1,0 +1,72 @@
+// The tpuctl commands: each builds its request(s), calls tpud through a
+// Supervisor stub and prints the answer with client/format.h.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "client/connection.h"
+#include "tpud/v1/tpud.grpc.pb.h"
+
+namespace tpud::client {
+
+// What every command needs. Not owned: the stub and streams must outlive the
+// call. `timeout` bounds each unary call and each stream that is not followed.
+struct Session {
+  tpud::v1::Supervisor::StubInterface* stub = nullptr;
+  std::string socket_path;                  // For error messages and `info`.
+  std::chrono::duration<double> timeout{10};
+  std::ostream* out = nullptr;              // Results (stdout).
+  std::ostream* err = nullptr;              // Notes that are not failures (stderr).
+};
+
+// Request builders; they do no RPC, so `start` can fail on its input before
+// connecting.
+
+// Starts the job configured as `name`.
+tpud::v1::StartJobRequest ConfiguredStartRequest(const std::string& name);
+
+// Reads the YAML spec at `file` ("-" reads stdin) into spec_yaml, with
+// spec_source set to its absolute path ("<stdin>" for "-"); name is left
+// alone (when empty, the daemon takes it from the spec). Fails with kExitNoInput and
+// "cannot read FILE: REASON" when the file cannot be read.
+Result SpecFileStartRequest(const std::string& file, tpud::v1::StartJobRequest* request);
+
+// An ad hoc job `name` running argv `command` (never through a shell) in
+// `working_dir` (tpuctl passes its own current directory).
+tpud::v1::StartJobRequest AdHocStartRequest(const std::string& name,
+                                            const std::vector<std::string>& command,
+                                            const std::string& working_dir);
+
+// Commands. Each returns Result::Ok() after printing its output, or the
+// failure mapped by ResultFromStatus (nothing printed on stdout then).
+
+// StartJob; prints FormatJobLine of the resulting status.
+Result StartJob(const Session& session, const tpud::v1::StartJobRequest& request);
+// StopJob / RestartJob; print FormatJobLine of the resulting status.
+Result StopJob(const Session& session, const std::string& name);
+Result RestartJob(const Session& session, const std::string& name);
+
+// Without a name: ListJobs as FormatStatusTable, or JobsJson with `json`.
+// With a name: GetJob as FormatJobDetail, or JobJson with `json`.
+Result ShowStatus(const Session& session, const std::optional<std::string>& name, bool json);
+
+// TailLogs: writes each chunk's bytes to `out` as it arrives (flushing), and
+// a note to `err` for dropped_bytes > 0. `lines` < 0 asks for the daemon's
+// default. With `follow`, runs until the daemon ends the stream or SIGINT
+// (which returns Ok); without, the stream is bounded by `timeout`.
+Result TailLogs(const Session& session, const std::string& job, int lines, bool follow);
+
+// WatchEvents for `job` (empty: all jobs), `history` past events (0: all the
+// daemon kept): one FormatEventLine, or EventJson with `json`, per line.
+// `follow` as for TailLogs.
+Result WatchEvents(const Session& session, const std::string& job, int history, bool follow,
+                   bool json);
+
+// GetDaemonInfo as FormatDaemonInfo, or DaemonInfoJson with `json`.
+Result ShowDaemonInfo(const Session& session, bool json);
+
+}  // namespace tpud::client

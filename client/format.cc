@@ -1,0 +1,330 @@
+#include "client/format.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace tpud::client {
+namespace {
+
+using json = nlohmann::ordered_json;
+using tpud::v1::Checkpoint;
+using tpud::v1::ExitInfo;
+using tpud::v1::JobEvent;
+using tpud::v1::JobState;
+using tpud::v1::JobStatus;
+
+constexpr std::string_view kStatePrefix = "JOB_STATE_";
+constexpr std::string_view kNone = "-";
+
+std::string Join(const google::protobuf::RepeatedPtrField<std::string>& words) {
+  std::string joined;
+  for (const std::string& word : words) {
+    if (!joined.empty()) joined += ' ';
+    joined += word;
+  }
+  return joined;
+}
+
+bool HasUptime(JobState state) {
+  return state == tpud::v1::JOB_STATE_STARTING || state == tpud::v1::JOB_STATE_RUNNING ||
+         state == tpud::v1::JOB_STATE_STOPPING;
+}
+
+// A spawn failure ended no process: neither an exit code nor a signal.
+bool IsSpawnFailure(const ExitInfo& exit) { return exit.signal() == 0 && exit.code() < 0; }
+
+json ExitJson(const ExitInfo& exit) {
+  const bool exited_normally = exit.exited() && exit.signal() == 0 && exit.code() >= 0;
+  const bool signaled = exit.exited() && exit.signal() != 0;
+  json out = {{"exited", exit.exited()}, {"code", nullptr}, {"signal", nullptr},
+              {"signal_name", nullptr}, {"description", exit.description()}};
+  if (exited_normally) out["code"] = exit.code();
+  if (signaled) {
+    out["signal"] = exit.signal();
+    out["signal_name"] = exit.signal_name();
+  }
+  return out;
+}
+
+json CheckpointJson(const Checkpoint& checkpoint) {
+  json out = {{"path", nullptr}, {"step", nullptr}};
+  if (checkpoint.found() && !checkpoint.path().empty()) out["path"] = checkpoint.path();
+  if (checkpoint.found() && checkpoint.step() >= 0) out["step"] = checkpoint.step();
+  return out;
+}
+
+json TimeJson(std::int64_t unix_ms) {
+  return unix_ms > 0 ? json(FormatUtcTime(unix_ms)) : json(nullptr);
+}
+
+json JobObject(const JobStatus& job) {
+  return {{"name", job.name()},
+          {"state", StateName(job.state())},
+          {"pid", job.pid() != 0 ? json(job.pid()) : json(nullptr)},
+          {"attempt", job.attempt()},
+          {"restarts", job.restarts()},
+          {"max_restarts", job.max_restarts()},
+          {"last_exit", ExitJson(job.last_exit())},
+          {"checkpoint", CheckpointJson(job.checkpoint())},
+          {"reason", job.reason()},
+          {"uptime_seconds", job.uptime_seconds()},
+          {"backoff_remaining_seconds", job.backoff_remaining_seconds()},
+          {"command", json(std::vector<std::string>(job.command().begin(), job.command().end()))},
+          {"working_dir", job.working_dir()},
+          {"origin", job.origin()},
+          {"log_path", job.log_path()},
+          {"state_since", TimeJson(job.state_since_unix_ms())},
+          {"state_since_unix_ms", job.state_since_unix_ms()}};
+}
+
+// Protobuf strings may hold any bytes; never let the JSON writer throw on
+// invalid UTF-8 (it is replaced by U+FFFD).
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+using Row = std::array<std::string, 9>;
+
+Row TableRow(const JobStatus& job) {
+  return {job.name(),
+          StateName(job.state()),
+          job.pid() != 0 ? std::to_string(job.pid()) : std::string(kNone),
+          std::to_string(job.attempt()),
+          std::to_string(job.restarts()) + "/" + std::to_string(job.max_restarts()),
+          HasUptime(job.state()) ? FormatUptime(job.uptime_seconds()) : std::string(kNone),
+          FormatCheckpoint(job.checkpoint()),
+          FormatLastExit(job.last_exit()),
+          job.reason()};
+}
+
+std::string RenderRows(const std::vector<Row>& rows) {
+  Row::size_type last = std::tuple_size_v<Row> - 1;
+  std::array<std::size_t, std::tuple_size_v<Row>> widths{};
+  for (const Row& row : rows) {
+    for (Row::size_type i = 0; i < last; ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const Row& row : rows) {
+    std::string line;
+    for (Row::size_type i = 0; i < last; ++i) {
+      line += row[i];
+      line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    line += row[last];
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + '\n';
+  }
+  return out;
+}
+
+// Appends "key:" padded to a fixed width, the value and a newline.
+void AddField(std::string& out, std::string_view key, std::string_view value) {
+  constexpr std::size_t kKeyWidth = 13;
+  std::string label = std::string(key) + ":";
+  label.resize(std::max(kKeyWidth, label.size() + 1), ' ');
+  out += label;
+  out += value;
+  out += '\n';
+}
+
+std::string DetailCheckpoint(const Checkpoint& checkpoint) {
+  std::string text = FormatCheckpoint(checkpoint);
+  if (checkpoint.found() && checkpoint.step() >= 0 && !checkpoint.path().empty()) {
+    text += " (" + checkpoint.path() + ")";
+  }
+  return text;
+}
+
+std::string DetailState(const JobStatus& job) {
+  std::string text = StateName(job.state());
+  if (job.state_since_unix_ms() > 0) text += " since " + FormatUtcTime(job.state_since_unix_ms());
+  return text;
+}
+
+std::string DetailLastExit(const ExitInfo& exit) {
+  if (!exit.exited()) return std::string(kNone);
+  return exit.description().empty() ? FormatLastExit(exit) : exit.description();
+}
+
+}  // namespace
+
+std::string StateName(JobState state) {
+  if (state == tpud::v1::JOB_STATE_UNSPECIFIED || !tpud::v1::JobState_IsValid(state)) {
+    return "unknown";
+  }
+  std::string name = tpud::v1::JobState_Name(state);
+  if (name.rfind(kStatePrefix, 0) == 0) name.erase(0, kStatePrefix.size());
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name;
+}
+
+std::string FormatUptime(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 1) return "0s";
+  const auto total = static_cast<std::int64_t>(std::min(seconds, 1e15));
+  const std::int64_t days = total / 86400, hours = total / 3600 % 24;
+  const std::int64_t minutes = total / 60 % 60, secs = total % 60;
+  char buffer[48];
+  if (days > 0) {
+    std::snprintf(buffer, sizeof buffer, "%lldd%02lldh", static_cast<long long>(days),
+                  static_cast<long long>(hours));
+  } else if (hours > 0) {
+    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", static_cast<long long>(hours),
+                  static_cast<long long>(minutes));
+  } else if (minutes > 0) {
+    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(minutes),
+                  static_cast<long long>(secs));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%llds", static_cast<long long>(secs));
+  }
+  return buffer;
+}
+
+std::string FormatUtcTime(std::int64_t unix_ms) {
+  std::int64_t seconds = unix_ms / 1000, millis = unix_ms % 1000;
+  if (millis < 0) {  // Round towards the past for times before 1970.
+    millis += 1000;
+    seconds -= 1;
+  }
+  const auto time = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  if (gmtime_r(&time, &utc) == nullptr) return "invalid-time";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<int>(millis));
+  return buffer;
+}
+
+std::string FormatCheckpoint(const Checkpoint& checkpoint) {
+  if (!checkpoint.found()) return std::string(kNone);
+  if (checkpoint.step() >= 0) return "step " + std::to_string(checkpoint.step());
+  std::string name = std::filesystem::path(checkpoint.path()).filename().string();
+  return name.empty() ? "found" : name;
+}
+
+std::string FormatLastExit(const ExitInfo& exit) {
+  if (!exit.exited()) return std::string(kNone);
+  if (exit.signal() != 0) {
+    return exit.signal_name().empty() ? "signal " + std::to_string(exit.signal())
+                                      : exit.signal_name();
+  }
+  if (IsSpawnFailure(exit)) return "spawn failed";
+  return "exit " + std::to_string(exit.code());
+}
+
+std::string FormatStatusTable(const std::vector<JobStatus>& jobs) {
+  std::vector<Row> rows = {{"NAME", "STATE", "PID", "ATTEMPT", "RESTARTS", "UPTIME",
+                            "CHECKPOINT", "LAST-EXIT", "REASON"}};
+  for (const JobStatus& job : jobs) rows.push_back(TableRow(job));
+  return RenderRows(rows);
+}
+
+std::string FormatJobDetail(const JobStatus& job) {
+  std::string out;
+  AddField(out, "name", job.name());
+  AddField(out, "state", DetailState(job));
+  AddField(out, "reason", job.reason().empty() ? kNone : job.reason());
+  AddField(out, "pid", job.pid() != 0 ? std::to_string(job.pid()) : std::string(kNone));
+  AddField(out, "attempt", std::to_string(job.attempt()));
+  AddField(out, "restarts",
+           std::to_string(job.restarts()) + " of " + std::to_string(job.max_restarts()));
+  if (HasUptime(job.state())) AddField(out, "uptime", FormatUptime(job.uptime_seconds()));
+  if (job.state() == tpud::v1::JOB_STATE_BACKOFF) {
+    AddField(out, "next attempt", "in " + FormatUptime(job.backoff_remaining_seconds()));
+  }
+  AddField(out, "checkpoint", DetailCheckpoint(job.checkpoint()));
+  AddField(out, "last exit", DetailLastExit(job.last_exit()));
+  AddField(out, "command", job.command().empty() ? std::string(kNone) : Join(job.command()));
+  AddField(out, "working dir", job.working_dir().empty() ? kNone : job.working_dir());
+  AddField(out, "origin", job.origin().empty() ? kNone : job.origin());
+  AddField(out, "log", job.log_path().empty() ? kNone : job.log_path());
+  return out;
+}
+
+std::string FormatJobLine(const JobStatus& job) {
+  std::string line = job.name() + ": " + StateName(job.state());
+  if (job.pid() != 0) {
+    line += " (pid " + std::to_string(job.pid()) + ", attempt " + std::to_string(job.attempt()) +
+            ")";
+  }
+  if (!job.reason().empty()) line += " " + job.reason();
+  return line;
+}
+
+std::string JobJson(const JobStatus& job) { return Dump(JobObject(job)); }
+
+std::string JobsJson(const std::vector<JobStatus>& jobs) {
+  json array = json::array();
+  for (const JobStatus& job : jobs) array.push_back(JobObject(job));
+  return Dump(array);
+}
+
+std::string FormatEventLine(const JobEvent& event) {
+  std::string line = FormatUtcTime(event.time_unix_ms()) + " " + event.job() + " " +
+                     StateName(event.from()) + " -> " + StateName(event.to()) +
+                     " attempt=" + std::to_string(event.attempt());
+  if (event.checkpoint().found() && event.checkpoint().step() >= 0) {
+    line += " step=" + std::to_string(event.checkpoint().step());
+  }
+  const ExitInfo& exit = event.exit();
+  if (exit.exited() && exit.signal() != 0) {
+    line += " signal=" +
+            (exit.signal_name().empty() ? std::to_string(exit.signal()) : exit.signal_name());
+  } else if (exit.exited() && !IsSpawnFailure(exit)) {
+    line += " code=" + std::to_string(exit.code());
+  }
+  if (!event.reason().empty()) line += " " + event.reason();
+  return line;
+}
+
+std::string EventJson(const JobEvent& event) {
+  json out = {{"sequence", event.sequence()},
+              {"time", FormatUtcTime(event.time_unix_ms())},
+              {"time_unix_ms", event.time_unix_ms()},
+              {"job", event.job()},
+              {"from", StateName(event.from())},
+              {"to", StateName(event.to())},
+              {"attempt", event.attempt()},
+              {"reason", event.reason()},
+              {"exit", event.exit().exited() ? ExitJson(event.exit()) : json(nullptr)},
+              {"checkpoint", event.has_checkpoint() ? CheckpointJson(event.checkpoint())
+                                                    : json(nullptr)}};
+  return Dump(out);
+}
+
+std::string FormatDaemonInfo(const tpud::v1::GetDaemonInfoResponse& info,
+                             const std::string& socket_path) {
+  std::string out;
+  AddField(out, "version", info.version());
+  AddField(out, "pid", std::to_string(info.pid()));
+  AddField(out, "started",
+           info.start_time_unix_ms() > 0 ? FormatUtcTime(info.start_time_unix_ms())
+                                         : std::string(kNone));
+  AddField(out, "socket", socket_path);
+  AddField(out, "metrics", info.metrics_address().empty() ? kNone : info.metrics_address());
+  AddField(out, "config", info.config_path().empty() ? kNone : info.config_path());
+  return out;
+}
+
+std::string DaemonInfoJson(const tpud::v1::GetDaemonInfoResponse& info,
+                           const std::string& socket_path) {
+  json out = {{"version", info.version()},
+              {"pid", info.pid()},
+              {"metrics_address", info.metrics_address()},
+              {"config_path", info.config_path()},
+              {"start_time", TimeJson(info.start_time_unix_ms())},
+              {"start_time_unix_ms", info.start_time_unix_ms()},
+              {"socket", socket_path}};
+  return Dump(out);
+}
+
+}  // namespace tpud::client

@@ -1,0 +1,33 @@
+#include "daemon/common/asio_clock.h"
+
+namespace tpud {
+
+std::int64_t ToUnixMillis(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+AsioClock::~AsioClock() {
+  for (auto& [id, timer] : timers_) timer->cancel();
+}
+
+Clock::TimerId AsioClock::RunAfter(std::chrono::nanoseconds delay, std::function<void()> fn) {
+  const TimerId id = next_id_++;
+  auto timer = std::make_unique<boost::asio::steady_timer>(io_);
+  timer->expires_after(std::max(delay, std::chrono::nanoseconds(0)));
+  timer->async_wait([this, id, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (ec) return;  // Cancelled; the timer may already be gone.
+    timers_.erase(id);
+    fn();
+  });
+  timers_.emplace(id, std::move(timer));
+  return id;
+}
+
+void AsioClock::Cancel(TimerId id) {
+  auto it = timers_.find(id);
+  if (it == timers_.end()) return;
+  it->second->cancel();
+  timers_.erase(it);
+}
+
+}  // namespace tpud

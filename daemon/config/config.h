@@ -1,0 +1,96 @@
+// Daemon configuration and job specs: the YAML contract of tpud.yaml and jobs.d/*.yaml.
+//
+// Every key is typed and defaulted; an unknown key is an error so typos never
+// pass silently. Errors name the file, the line and the key, e.g.
+//   /etc/tpud/jobs.d/digits.yaml:7: restart.max_restarts: must be >= 0, got -1
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tpud {
+
+// Where checkpoints live and how to tell a complete one (see checkpoint/checkpoint.h).
+enum class CheckpointLayout { kAuto, kTensorflow, kOrbax, kHuggingface, kTorchDcp, kLightning, kPattern };
+
+struct CheckpointSpec {
+  std::filesystem::path dir;  // Empty: the job has no checkpoints.
+  CheckpointLayout layout = CheckpointLayout::kAuto;
+  std::string pattern;        // layout: pattern — RE2 over entry names; group 1 is the step.
+};
+
+struct RestartPolicy {
+  int max_restarts = 10;                    // Automatic restarts before the job is FAILED.
+  double backoff_initial_seconds = 1;       // Delay before the first restart.
+  double backoff_max_seconds = 300;         // Cap of the doubling delay.
+  double backoff_jitter = 0.2;              // Delay is scaled by a uniform factor in [1-j, 1].
+  double reset_after_seconds = 3600;        // An attempt up this long resets the restart count.
+};
+
+struct StopPolicy {
+  double grace_seconds = 30;                // Between rungs of the signal ladder.
+  std::vector<int> signals = {15, 9};       // Sent to the process group in order (SIGTERM, SIGKILL).
+};
+
+struct LogPolicy {
+  std::uint64_t max_bytes = 50ull << 20;    // Rotate the job log past this size.
+  int backups = 10;                         // Rotated files kept: NAME.log.1 .. NAME.log.N.
+};
+
+struct JobSpec {
+  std::string name;                          // [a-z0-9][a-z0-9_.-]{0,62}
+  std::vector<std::string> command;          // argv; never run through a shell.
+  std::filesystem::path working_dir;         // Empty: the daemon's state_dir.
+  std::map<std::string, std::string> env;    // Added to the daemon's environment.
+  bool autostart = false;
+  double start_seconds = 1;                  // Up this long: STARTING -> RUNNING.
+  CheckpointSpec checkpoint;
+  std::vector<std::string> resume_args;      // Appended when a checkpoint exists; {checkpoint}, {step}.
+  RestartPolicy restart;
+  StopPolicy stop;
+  LogPolicy log;
+  std::string origin;                        // "config:FILE", "submitted:FILE", "adhoc".
+};
+
+struct MetricsConfig {
+  std::string listen = "127.0.0.1:9464";    // host:port; port 0 picks a free one. Empty: off.
+};
+
+struct DaemonConfig {
+  std::filesystem::path config_path;         // The file this was loaded from.
+  std::filesystem::path socket = "/run/tpud/tpud.sock";
+  std::filesystem::path state_dir = "/var/lib/tpud";
+  std::filesystem::path log_dir = "/var/log/tpud";
+  MetricsConfig metrics;
+  std::filesystem::path jobs_dir;            // Optional directory of *.yaml job specs.
+  std::vector<JobSpec> jobs;                 // Inline jobs, then jobs_dir's, in file name order.
+};
+
+// Loads tpud.yaml and the job specs of its jobs_dir. Relative paths in the file
+// resolve against the file's directory. Errors: NotFound for a missing file,
+// InvalidArgument for bad YAML, unknown keys, bad values and duplicate names;
+// the message names the file, line and key.
+absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::filesystem::path& path);
+
+// Parses one job spec from YAML text. `source` names it in errors (a file name,
+// or "request"); relative paths resolve against `base_dir`.
+absl::StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& source,
+                                     const std::filesystem::path& base_dir);
+
+// Checks the rules every spec obeys however it arrived (YAML, ad hoc request):
+// name syntax, non-empty command, non-negative durations, known layouts.
+// The error names the key, e.g. "name: must match [a-z0-9][a-z0-9_.-]{0,62}, got \"Bad\"".
+absl::Status ValidateJobSpec(const JobSpec& spec);
+
+// "auto", "tensorflow", ...; and back (nullopt for an unknown name).
+const char* CheckpointLayoutName(CheckpointLayout layout);
+std::optional<CheckpointLayout> ParseCheckpointLayout(const std::string& name);
+
+}  // namespace tpud

@@ -1,0 +1,38 @@
+// tpud: the supervisor daemon. Parses flags, loads the config, runs.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "daemon/app/daemon_app.h"
+#include "daemon/config/config.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpud: supervises Cloud TPU training jobs; restarts them from their last checkpoint."};
+  std::string config_path = "/etc/tpud/tpud.yaml";
+  bool check_only = false;
+  std::string log_level = "info";
+  app.add_option("-c,--config", config_path, "Config file (YAML)")->capture_default_str();
+  app.add_flag("--check", check_only, "Validate the config and its job specs, then exit");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.set_version_flag("--version", std::string("tpud ") + tpud::TpudVersion());
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+
+  absl::StatusOr<tpud::DaemonConfig> config = tpud::LoadDaemonConfig(config_path);
+  if (!config.ok()) {
+    std::cerr << "tpud: " << config.status().message() << "\n";
+    return 2;
+  }
+  if (check_only) {
+    std::cout << config_path << ": OK (" << config->jobs.size() << " job(s))\n";
+    return 0;
+  }
+  if (absl::Status s = tpud::RunDaemon(*config); !s.ok()) {
+    std::cerr << "tpud: " << s.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,108 @@
+#include "daemon/metrics/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+#include <prometheus/metric_family.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace tpud {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = type;
+  return family;
+}
+
+void Add(MetricFamily& family, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  if (family.type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  family.metric.push_back(std::move(metric));
+}
+
+class SnapshotCollector final : public prometheus::Collectable {
+ public:
+  SnapshotCollector(std::function<std::vector<JobSnapshot>()> snapshot, std::string version)
+      : snapshot_(std::move(snapshot)), version_(std::move(version)) {}
+  std::vector<MetricFamily> Collect() const override {
+    return BuildMetricFamilies(snapshot_(), version_);
+  }
+
+ private:
+  std::function<std::vector<JobSnapshot>()> snapshot_;
+  std::string version_;
+};
+
+}  // namespace
+
+std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jobs,
+                                              const std::string& version) {
+  MetricFamily build = Family("tpud_build_info", "tpud build; the value is always 1.", MetricType::Gauge);
+  Add(build, {{"version", version}}, 1);
+  MetricFamily state = Family("tpud_job_state", "1 for the job's current state, 0 for the others.",
+                              MetricType::Gauge);
+  MetricFamily attempts = Family("tpud_job_attempts_total", "Attempts launched.", MetricType::Counter);
+  MetricFamily restarts = Family("tpud_job_restarts_total",
+                                 "Automatic restarts, by what ended the failed attempt.",
+                                 MetricType::Counter);
+  MetricFamily uptime = Family("tpud_job_uptime_seconds", "Uptime of the current attempt.",
+                               MetricType::Gauge);
+  MetricFamily step = Family("tpud_job_checkpoint_step",
+                             "Step of the newest complete checkpoint found at the last attempt start.",
+                             MetricType::Gauge);
+  MetricFamily exit_code = Family("tpud_job_last_exit_code",
+                                  "Exit code of the last attempt; -1 when killed by a signal.",
+                                  MetricType::Gauge);
+  MetricFamily exit_signal = Family("tpud_job_last_exit_signal",
+                                    "Signal that ended the last attempt; 0 when it exited.",
+                                    MetricType::Gauge);
+  for (const JobSnapshot& job : jobs) {
+    for (JobState s : kAllJobStates) {
+      Add(state, {{"job", job.name}, {"state", std::string(JobStateName(s))}}, job.state == s ? 1 : 0);
+    }
+    Add(attempts, {{"job", job.name}}, static_cast<double>(job.attempts_total));
+    for (const auto& [reason, count] : job.restarts_by_reason) {
+      Add(restarts, {{"job", job.name}, {"reason", reason}}, static_cast<double>(count));
+    }
+    Add(uptime, {{"job", job.name}}, job.uptime.count());
+    if (job.checkpoint) Add(step, {{"job", job.name}}, static_cast<double>(job.checkpoint->step));
+    if (job.last_exit) {
+      Add(exit_code, {{"job", job.name}}, job.last_exit->code);
+      Add(exit_signal, {{"job", job.name}}, job.last_exit->signal);
+    }
+  }
+  return {build, state, attempts, restarts, uptime, step, exit_code, exit_signal};
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& listen, std::function<std::vector<JobSnapshot>()> snapshot, std::string version) {
+  std::unique_ptr<MetricsServer> server(new MetricsServer());
+  try {
+    server->exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("metrics.listen \"", listen, "\": cannot listen: ", e.what()));
+  }
+  auto collector = std::make_shared<SnapshotCollector>(std::move(snapshot), std::move(version));
+  server->exposer_->RegisterCollectable(collector);
+  server->collector_ = collector;
+  const std::vector<int> ports = server->exposer_->GetListeningPorts();
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  server->address_ = absl::StrCat(host, ":", ports.empty() ? 0 : ports.front());
+  return server;
+}
+
+MetricsServer::~MetricsServer() = default;
+
+}  // namespace tpud

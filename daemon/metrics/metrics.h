@@ -1,0 +1,56 @@
+// Prometheus metrics: built from job snapshots at scrape time, served by
+// prometheus-cpp's Exposer (the only file that includes prometheus-cpp).
+//
+// Families (names follow Prometheus naming: tpud_<noun>_<unit>):
+//   tpud_build_info{version}                      gauge, always 1
+//   tpud_job_state{job,state}                     gauge, 1 for the current state, 0 otherwise
+//   tpud_job_attempts_total{job}                  counter, attempts launched
+//   tpud_job_restarts_total{job,reason}           counter, automatic restarts by cause
+//   tpud_job_uptime_seconds{job}                  gauge, of the current attempt (0 if none)
+//   tpud_job_checkpoint_step{job}                 gauge, step of the checkpoint last resumed from
+//   tpud_job_last_exit_code{job}                  gauge, -1 when killed by a signal
+//   tpud_job_last_exit_signal{job}                gauge, 0 when it exited
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/supervisor/job.h"
+
+namespace prometheus {
+struct MetricFamily;
+class Exposer;
+}  // namespace prometheus
+
+namespace tpud {
+
+// Pure: the families for these snapshots.
+std::vector<prometheus::MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jobs,
+                                                          const std::string& version);
+
+// Serves /metrics over HTTP. Thread-safety: `snapshot` is called on the
+// HTTP server's threads; it must be safe to call from any thread until the
+// MetricsServer is destroyed.
+class MetricsServer {
+ public:
+  // Listens on `listen` ("host:port"; port 0 picks a free port). Errors:
+  // Unavailable when the address cannot be bound, naming it.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& listen, std::function<std::vector<JobSnapshot>()> snapshot,
+      std::string version);
+  ~MetricsServer();
+
+  // "127.0.0.1:9464", with the port actually bound.
+  const std::string& address() const { return address_; }
+
+ private:
+  MetricsServer() = default;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::shared_ptr<void> collector_;
+  std::string address_;
+};
+
+}  // namespace tpud

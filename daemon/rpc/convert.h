@@ -1,0 +1,21 @@
+// Between the core's types and tpud.v1 protos, and absl::Status -> grpc::Status.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "daemon/supervisor/job.h"
+#include "tpud/v1/tpud.pb.h"
+
+namespace tpud {
+
+v1::JobState ToProto(JobState state);
+void ToProto(const JobSnapshot& snapshot, v1::JobStatus* out);
+void ToProto(const JobEvent& event, v1::JobEvent* out);
+void ToProto(const ExitStatus& status, v1::ExitInfo* out);
+void ToProto(const std::optional<CheckpointRef>& checkpoint, v1::Checkpoint* out);
+
+// Same code, same message. The only place absl codes become gRPC codes.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace tpud

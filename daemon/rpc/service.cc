@@ -1,0 +1,171 @@
+#include "daemon/rpc/service.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/common/run_on_loop.h"
+#include "daemon/launch/log_file.h"
+#include "daemon/rpc/convert.h"
+
+namespace tpud {
+namespace {
+
+constexpr auto kStreamPoll = std::chrono::milliseconds(200);  // How often a stream notices a cancel.
+constexpr std::size_t kStreamQueueBytes = 8 << 20;
+constexpr int kMaxTailLines = 100000;
+constexpr int kDefaultTailLines = 10;
+
+absl::Status RequireName(const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  if (name.size() > 63) return absl::InvalidArgumentError("name: longer than 63 characters");
+  return absl::OkStatus();
+}
+
+template <typename Response>
+grpc::Status Reply(const absl::StatusOr<JobSnapshot>& snapshot, Response* resp) {
+  if (!snapshot.ok()) return ToGrpcStatus(snapshot.status());
+  ToProto(*snapshot, resp->mutable_job());
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> SupervisorService::SpecFromRequest(const v1::StartJobRequest& req) const {
+  JobSpec spec;
+  if (req.has_ad_hoc()) {
+    spec.name = req.name();
+    spec.command.assign(req.ad_hoc().command().begin(), req.ad_hoc().command().end());
+    spec.working_dir = req.ad_hoc().working_dir();
+    spec.env.insert(req.ad_hoc().env().begin(), req.ad_hoc().env().end());
+    spec.origin = "adhoc";
+    if (absl::Status s = ValidateJobSpec(spec); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid job spec: ", s.message()));
+    }
+    return spec;
+  }
+  const std::string source = req.spec_source().empty() ? "request" : req.spec_source();
+  const std::filesystem::path base = std::filesystem::path(source).parent_path();
+  absl::StatusOr<JobSpec> parsed = ParseJobSpec(req.spec_yaml(), source, base.empty() ? "/" : base);
+  if (!parsed.ok()) return parsed.status();
+  if (!req.name().empty() && req.name() != parsed->name) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": name: \"", parsed->name,
+                                                   "\" differs from the requested \"", req.name(), "\""));
+  }
+  parsed->origin = absl::StrCat("submitted:", source);
+  return parsed;
+}
+
+grpc::Status SupervisorService::StartJob(grpc::ServerContext*, const v1::StartJobRequest* req,
+                                         v1::StartJobResponse* resp) {
+  if (req->spec_case() == v1::StartJobRequest::SPEC_NOT_SET) {
+    if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
+    return Reply(RunOnLoop(io_, [&] { return supervisor_.Start(req->name(), "started by tpuctl"); }),
+                 resp);
+  }
+  absl::StatusOr<JobSpec> spec = SpecFromRequest(*req);
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  return Reply(RunOnLoop(io_, [&] { return supervisor_.SubmitAndStart(*spec, "submitted by tpuctl"); }),
+               resp);
+}
+
+grpc::Status SupervisorService::StopJob(grpc::ServerContext*, const v1::StopJobRequest* req,
+                                        v1::StopJobResponse* resp) {
+  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
+  return Reply(RunOnLoop(io_, [&] { return supervisor_.Stop(req->name(), "stopped by tpuctl"); }), resp);
+}
+
+grpc::Status SupervisorService::RestartJob(grpc::ServerContext*, const v1::RestartJobRequest* req,
+                                           v1::RestartJobResponse* resp) {
+  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
+  return Reply(RunOnLoop(io_, [&] { return supervisor_.Restart(req->name(), "restarted by tpuctl"); }),
+               resp);
+}
+
+grpc::Status SupervisorService::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
+                                       v1::GetJobResponse* resp) {
+  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
+  return Reply(RunOnLoop(io_, [&] { return supervisor_.Get(req->name()); }), resp);
+}
+
+grpc::Status SupervisorService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+                                         v1::ListJobsResponse* resp) {
+  for (const JobSnapshot& job : RunOnLoop(io_, [&] { return supervisor_.List(); })) {
+    ToProto(job, resp->add_jobs());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
+                                            grpc::ServerWriter<v1::WatchEventsResponse>* writer) {
+  const std::string job = req->job();
+  // Subscribe and read the history in one turn of the loop: no event is lost or repeated.
+  auto [history, queue] = RunOnLoop(io_, [&]() -> std::pair<absl::StatusOr<std::vector<JobEvent>>,
+                                                            std::shared_ptr<FanoutQueue<JobEvent>>> {
+    if (!job.empty() && !supervisor_.HasJob(job)) {
+      return {absl::NotFoundError(absl::StrCat("unknown job \"", job, "\"")), nullptr};
+    }
+    auto q = req->follow() ? supervisor_.events().Subscribe(job, 100000) : nullptr;
+    return {supervisor_.EventHistory(job, static_cast<std::size_t>(std::max(0, req->history()))), q};
+  });
+  if (!history.ok()) return ToGrpcStatus(history.status());
+  v1::WatchEventsResponse resp;
+  for (const JobEvent& event : *history) {
+    resp.Clear();
+    ToProto(event, resp.mutable_event());
+    if (!writer->Write(resp)) return grpc::Status::OK;
+  }
+  while (queue && !ctx->IsCancelled() && !queue->closed()) {
+    std::optional<JobEvent> event = queue->Pop(kStreamPoll);
+    if (!event) continue;
+    resp.Clear();
+    ToProto(*event, resp.mutable_event());
+    if (!writer->Write(resp)) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SupervisorService::TailLogs(grpc::ServerContext* ctx, const v1::TailLogsRequest* req,
+                                         grpc::ServerWriter<v1::TailLogsResponse>* writer) {
+  if (absl::Status s = RequireName(req->job()); !s.ok()) return ToGrpcStatus(s);
+  const int lines = std::min(req->lines() < 0 ? kDefaultTailLines : req->lines(), kMaxTailLines);
+  // Read the tail and subscribe in one turn of the loop, which is also where
+  // output is written: the stream continues the file with no gap or overlap.
+  auto [tail, queue] = RunOnLoop(io_, [&]() -> std::pair<absl::StatusOr<std::vector<std::string>>,
+                                                         std::shared_ptr<FanoutQueue<std::string>>> {
+    if (!supervisor_.HasJob(req->job())) {
+      return {absl::NotFoundError(absl::StrCat("unknown job \"", req->job(), "\"")), nullptr};
+    }
+    auto q = req->follow() ? supervisor_.output().Subscribe(req->job(), kStreamQueueBytes) : nullptr;
+    return {ReadLastLines(supervisor_.LogPath(req->job()), lines), q};
+  });
+  if (!tail.ok()) return ToGrpcStatus(tail.status());
+  v1::TailLogsResponse resp;
+  for (const std::string& line : *tail) resp.mutable_data()->append(line);
+  if (!resp.data().empty() && !writer->Write(resp)) return grpc::Status::OK;
+  while (queue && !ctx->IsCancelled() && !queue->closed()) {
+    std::optional<std::string> line = queue->Pop(kStreamPoll);
+    if (!line) continue;
+    resp.Clear();
+    resp.set_data(std::move(*line));
+    while (resp.data().size() < 64 * 1024) {  // Batch what is already queued.
+      std::optional<std::string> more = queue->Pop(std::chrono::milliseconds(0));
+      if (!more) break;
+      resp.mutable_data()->append(*more);
+    }
+    resp.set_dropped_bytes(static_cast<std::int64_t>(queue->TakeDropped()));
+    if (!writer->Write(resp)) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SupervisorService::GetDaemonInfo(grpc::ServerContext*, const v1::GetDaemonInfoRequest*,
+                                              v1::GetDaemonInfoResponse* resp) {
+  resp->set_version(info_.version);
+  resp->set_metrics_address(info_.metrics_address);
+  resp->set_pid(::getpid());
+  resp->set_config_path(info_.config_path);
+  resp->set_start_time_unix_ms(info_.start_time_unix_ms);
+  return grpc::Status::OK;
+}
+
+}  // namespace tpud

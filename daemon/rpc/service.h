@@ -1,0 +1,53 @@
+// The gRPC face of the supervisor: validates each request, runs it on the
+// event loop, converts the result. No supervision logic lives here.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <string>
+
+#include "daemon/supervisor/supervisor.h"
+#include "tpud/v1/tpud.grpc.pb.h"
+
+namespace tpud {
+
+struct DaemonInfo {
+  std::string version;
+  std::string metrics_address;
+  std::string config_path;
+  std::int64_t start_time_unix_ms = 0;
+};
+
+// Thread-safety: gRPC calls the handlers on its own threads; each reaches the
+// supervisor only through RunOnLoop. `io` must keep running until the server
+// has shut down.
+class SupervisorService final : public v1::Supervisor::Service {
+ public:
+  SupervisorService(boost::asio::io_context& io, Supervisor& supervisor, DaemonInfo info)
+      : io_(io), supervisor_(supervisor), info_(std::move(info)) {}
+
+  grpc::Status StartJob(grpc::ServerContext* ctx, const v1::StartJobRequest* req,
+                        v1::StartJobResponse* resp) override;
+  grpc::Status StopJob(grpc::ServerContext* ctx, const v1::StopJobRequest* req,
+                       v1::StopJobResponse* resp) override;
+  grpc::Status RestartJob(grpc::ServerContext* ctx, const v1::RestartJobRequest* req,
+                          v1::RestartJobResponse* resp) override;
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                      v1::GetJobResponse* resp) override;
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                        v1::ListJobsResponse* resp) override;
+  grpc::Status WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
+                           grpc::ServerWriter<v1::WatchEventsResponse>* writer) override;
+  grpc::Status TailLogs(grpc::ServerContext* ctx, const v1::TailLogsRequest* req,
+                        grpc::ServerWriter<v1::TailLogsResponse>* writer) override;
+  grpc::Status GetDaemonInfo(grpc::ServerContext* ctx, const v1::GetDaemonInfoRequest* req,
+                             v1::GetDaemonInfoResponse* resp) override;
+
+ private:
+  absl::StatusOr<JobSpec> SpecFromRequest(const v1::StartJobRequest& req) const;
+
+  boost::asio::io_context& io_;
+  Supervisor& supervisor_;
+  const DaemonInfo info_;
+};
+
+}  // namespace tpud

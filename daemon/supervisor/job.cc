@@ -1,0 +1,268 @@
+#include "daemon/supervisor/job.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "daemon/supervisor/backoff.h"
+
+namespace tpud {
+namespace {
+
+std::chrono::nanoseconds ToNanos(double seconds) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Seconds(seconds));
+}
+
+std::string FormatSeconds(Seconds s) { return absl::StrFormat("%.1fs", s.count()); }
+
+// The restart reason metrics count by: how the attempt ended.
+std::string FailureCause(const ExitStatus& status) {
+  if (!status.spawn_error.empty()) return "launch";
+  return status.signal != 0 ? "signal" : "exit_code";
+}
+
+}  // namespace
+
+std::vector<std::string> ExpandResumeArgs(const std::vector<std::string>& args,
+                                          const CheckpointRef& checkpoint) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  for (const std::string& arg : args) {
+    out.push_back(absl::StrReplaceAll(
+        arg, {{"{checkpoint}", checkpoint.path.string()}, {"{step}", std::to_string(checkpoint.step)}}));
+  }
+  return out;
+}
+
+Job::Job(JobSpec spec, JobDeps deps)
+    : spec_(std::move(spec)), deps_(std::move(deps)), state_since_(deps_.clock->WallNow()) {}
+
+Job::~Job() { CancelTimer(); }
+
+absl::Status Job::Start(const std::string& reason) {
+  if (IsActive(state_)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job \"", spec_.name, "\" is already ", JobStateName(state_)));
+  }
+  restarts_ = 0;
+  start_after_stop_ = false;
+  LaunchAttempt(reason);
+  return absl::OkStatus();
+}
+
+absl::Status Job::Stop(const std::string& reason) {
+  start_after_stop_ = false;
+  switch (state_) {
+    case JobState::kBackoff:
+      TransitionTo(JobState::kStopped, reason);
+      break;
+    case JobState::kStarting:
+    case JobState::kRunning:
+      TransitionTo(JobState::kStopping, reason);
+      SendStopRung(0);
+      break;
+    default:
+      break;  // Stopping an inactive job is a no-op, as with systemctl stop.
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Job::Restart(const std::string& reason) {
+  switch (state_) {
+    case JobState::kStarting:
+    case JobState::kRunning:
+      TransitionTo(JobState::kStopping, reason);
+      start_after_stop_ = true;
+      SendStopRung(0);
+      return absl::OkStatus();
+    case JobState::kStopping:
+      start_after_stop_ = true;
+      return absl::OkStatus();
+    case JobState::kBackoff:
+      restarts_ = 0;
+      LaunchAttempt(reason);
+      return absl::OkStatus();
+    default:
+      return Start(reason);
+  }
+}
+
+void Job::UpdateSpec(JobSpec spec) { spec_ = std::move(spec); }
+
+void Job::LaunchAttempt(const std::string& reason) {
+  ++attempt_number_;
+  ++attempts_total_;
+  attempt_started_ = deps_.clock->Now();
+  absl::StatusOr<std::optional<CheckpointRef>> found = deps_.find_checkpoint(spec_.checkpoint);
+  checkpoint_ = found.ok() ? *found : std::nullopt;
+  TransitionTo(JobState::kStarting, reason);
+  if (!found.ok()) {
+    ExitStatus status;
+    status.spawn_error = absl::StrCat("checkpoint lookup: ", found.status().message());
+    OnAttemptFailed(status);
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<Attempt>> launched = deps_.launcher->Launch(BuildLaunchSpec(), this);
+  if (!launched.ok()) {
+    // A missing executable or working_dir does not fix itself: fail now.
+    ExitStatus status;
+    status.spawn_error = std::string(launched.status().message());
+    last_exit_ = status;
+    TransitionTo(JobState::kFailed, status.Describe(), status);
+    return;
+  }
+  attempt_ = std::move(*launched);
+  timer_ = deps_.clock->RunAfter(ToNanos(spec_.start_seconds), [this] {
+    timer_ = 0;
+    TransitionTo(JobState::kRunning,
+                 absl::StrCat("up for ", FormatSeconds(Seconds(spec_.start_seconds))));
+  });
+}
+
+void Job::OnExit(const ExitStatus& status) {
+  attempt_.reset();
+  last_exit_ = status;
+  switch (state_) {
+    case JobState::kStopping:
+      TransitionTo(JobState::kStopped, absl::StrCat("stopped (", status.Describe(), ")"), status);
+      if (start_after_stop_) {
+        start_after_stop_ = false;
+        restarts_ = 0;
+        LaunchAttempt("restart requested");
+      }
+      return;
+    case JobState::kStarting:
+    case JobState::kRunning:
+      if (status.succeeded()) {
+        TransitionTo(JobState::kSucceeded,
+                     absl::StrCat("exited 0 after ", FormatSeconds(deps_.clock->Now() - attempt_started_)),
+                     status);
+      } else {
+        OnAttemptFailed(status);
+      }
+      return;
+    default:
+      SPDLOG_ERROR("job {}: exit in state {} ignored", spec_.name, JobStateName(state_));
+  }
+}
+
+void Job::OnAttemptFailed(const ExitStatus& status) {
+  last_exit_ = status;
+  const Seconds uptime = deps_.clock->Now() - attempt_started_;
+  if (uptime.count() >= spec_.restart.reset_after_seconds) restarts_ = 0;
+  if (restarts_ >= spec_.restart.max_restarts) {
+    TransitionTo(JobState::kFailed,
+                 absl::StrCat("gave up after ", restarts_, " restart", restarts_ == 1 ? "" : "s",
+                              " (max_restarts ", spec_.restart.max_restarts, "): ", status.Describe()),
+                 status);
+    return;
+  }
+  ScheduleRestart(status, FailureCause(status));
+}
+
+void Job::ScheduleRestart(const ExitStatus& status, const std::string& cause) {
+  ++restarts_;
+  ++restarts_by_reason_[cause];
+  const Seconds delay = BackoffDelay(spec_.restart, restarts_, deps_.random());
+  backoff_until_ = deps_.clock->Now() + std::chrono::duration_cast<std::chrono::nanoseconds>(delay);
+  const std::string what = absl::StrCat(status.Describe(), "; restart ", restarts_, "/",
+                                        spec_.restart.max_restarts);
+  TransitionTo(JobState::kBackoff, absl::StrCat(what, " in ", FormatSeconds(delay)), status);
+  timer_ = deps_.clock->RunAfter(std::chrono::duration_cast<std::chrono::nanoseconds>(delay),
+                                 [this, what] {
+                                   timer_ = 0;
+                                   LaunchAttempt(what);
+                                 });
+}
+
+void Job::SendStopRung(std::size_t rung) {
+  const std::vector<int>& signals = spec_.stop.signals;
+  if (attempt_ == nullptr || rung >= signals.size()) return;
+  if (absl::Status s = attempt_->SignalGroup(signals[rung]); !s.ok()) {
+    SPDLOG_WARN("job {}: {}", spec_.name, std::string(s.message()));
+  }
+  if (rung + 1 < signals.size()) {
+    timer_ = deps_.clock->RunAfter(ToNanos(spec_.stop.grace_seconds), [this, rung] {
+      timer_ = 0;
+      SendStopRung(rung + 1);
+    });
+  }
+}
+
+void Job::CancelTimer() {
+  if (timer_ != 0) deps_.clock->Cancel(timer_);
+  timer_ = 0;
+}
+
+void Job::TransitionTo(JobState next, std::string reason, std::optional<ExitStatus> exit) {
+  if (!IsAllowedTransition(state_, next)) {
+    SPDLOG_ERROR("job {}: refused transition {} -> {} ({})", spec_.name, JobStateName(state_),
+                 JobStateName(next), reason);
+    return;
+  }
+  CancelTimer();  // Each state owns at most one timer; it dies with the state.
+  JobEvent event;
+  event.time = deps_.clock->WallNow();
+  event.job = spec_.name;
+  event.from = state_;
+  event.to = next;
+  event.reason = reason;
+  event.attempt = attempt_number_;
+  event.exit = std::move(exit);
+  if (next == JobState::kStarting) event.checkpoint = checkpoint_;
+  state_ = next;
+  reason_ = std::move(reason);
+  state_since_ = event.time;
+  deps_.listener->OnJobEvent(event);
+}
+
+void Job::OnOutputLine(std::string_view line) { deps_.listener->OnJobOutput(spec_.name, line); }
+
+LaunchSpec Job::BuildLaunchSpec() const {
+  LaunchSpec launch;
+  launch.job = spec_.name;
+  launch.attempt = attempt_number_;
+  launch.argv = spec_.command;
+  launch.env = spec_.env;
+  launch.env["TPUD_JOB"] = spec_.name;
+  launch.env["TPUD_ATTEMPT"] = std::to_string(attempt_number_);
+  launch.env["TPUD_CHECKPOINT"] = checkpoint_ ? checkpoint_->path.string() : "";
+  launch.env["TPUD_CHECKPOINT_STEP"] = checkpoint_ ? std::to_string(checkpoint_->step) : "";
+  if (checkpoint_) {
+    for (std::string& arg : ExpandResumeArgs(spec_.resume_args, *checkpoint_)) {
+      launch.argv.push_back(std::move(arg));
+    }
+  }
+  launch.working_dir = spec_.working_dir.empty() ? deps_.default_working_dir : spec_.working_dir;
+  launch.log_path = deps_.log_dir / (spec_.name + ".log");
+  launch.log_max_bytes = spec_.log.max_bytes;
+  launch.log_backups = spec_.log.backups;
+  return launch;
+}
+
+JobSnapshot Job::Snapshot() const {
+  JobSnapshot s;
+  s.name = spec_.name;
+  s.state = state_;
+  s.reason = reason_;
+  s.state_since = state_since_;
+  s.pid = attempt_ ? attempt_->pid() : 0;
+  s.attempt = attempt_number_;
+  s.restarts = restarts_;
+  s.last_exit = last_exit_;
+  s.checkpoint = checkpoint_;
+  const SteadyTime now = deps_.clock->Now();
+  if (attempt_) s.uptime = now - attempt_started_;
+  if (state_ == JobState::kBackoff) s.backoff_remaining = std::max(Seconds(0), Seconds(backoff_until_ - now));
+  s.attempts_total = attempts_total_;
+  s.restarts_by_reason = restarts_by_reason_;
+  s.log_path = deps_.log_dir / (spec_.name + ".log");
+  s.spec = spec_;
+  if (s.spec.working_dir.empty()) s.spec.working_dir = deps_.default_working_dir;
+  return s;
+}
+
+}  // namespace tpud

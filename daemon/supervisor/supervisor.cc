@@ -1,0 +1,151 @@
+#include "daemon/supervisor/supervisor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/checkpoint/checkpoint.h"
+
+namespace tpud {
+
+Supervisor::Supervisor(Clock& clock, Launcher& launcher, Options options)
+    : clock_(clock), launcher_(launcher), options_(std::move(options)), finder_(FindNewestCheckpoint) {
+  auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
+  random_ = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
+}
+
+Supervisor::~Supervisor() {
+  events_.CloseAll();
+  output_.CloseAll();
+}
+
+std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
+  JobDeps deps;
+  deps.clock = &clock_;
+  deps.launcher = &launcher_;
+  deps.listener = this;
+  deps.find_checkpoint = [this](const CheckpointSpec& s) { return finder_(s); };
+  deps.random = [this] { return random_(); };
+  deps.log_dir = options_.log_dir;
+  deps.default_working_dir = options_.state_dir;
+  return std::make_unique<Job>(std::move(spec), std::move(deps));
+}
+
+absl::Status Supervisor::AddJob(JobSpec spec) {
+  if (jobs_.count(spec.name) != 0) {
+    return absl::AlreadyExistsError(absl::StrCat("job \"", spec.name, "\" already exists"));
+  }
+  const std::string name = spec.name;
+  jobs_.emplace(name, MakeJob(std::move(spec)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::string& reason) {
+  const std::string name = spec.name;
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) {
+    it = jobs_.emplace(name, MakeJob(std::move(spec))).first;
+  } else if (IsActive(it->second->state())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job \"", name, "\" is ", JobStateName(it->second->state()), "; stop it before replacing its spec"));
+  } else {
+    it->second->UpdateSpec(std::move(spec));
+  }
+  if (absl::Status s = it->second->Start(reason); !s.ok()) return s;
+  return it->second->Snapshot();
+}
+
+void Supervisor::StartAutostartJobs() {
+  for (auto& [name, job] : jobs_) {
+    if (job->spec().autostart && !IsActive(job->state())) (void)job->Start("autostart");
+  }
+}
+
+absl::StatusOr<Job*> Supervisor::Find(const std::string& name) const {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", name, "\""));
+  return it->second.get();
+}
+
+absl::StatusOr<JobSnapshot> Supervisor::Start(const std::string& name, const std::string& reason) {
+  absl::StatusOr<Job*> job = Find(name);
+  if (!job.ok()) return job.status();
+  if (absl::Status s = (*job)->Start(reason); !s.ok()) return s;
+  return (*job)->Snapshot();
+}
+
+absl::StatusOr<JobSnapshot> Supervisor::Stop(const std::string& name, const std::string& reason) {
+  absl::StatusOr<Job*> job = Find(name);
+  if (!job.ok()) return job.status();
+  if (absl::Status s = (*job)->Stop(reason); !s.ok()) return s;
+  return (*job)->Snapshot();
+}
+
+absl::StatusOr<JobSnapshot> Supervisor::Restart(const std::string& name, const std::string& reason) {
+  absl::StatusOr<Job*> job = Find(name);
+  if (!job.ok()) return job.status();
+  if (absl::Status s = (*job)->Restart(reason); !s.ok()) return s;
+  return (*job)->Snapshot();
+}
+
+absl::StatusOr<JobSnapshot> Supervisor::Get(const std::string& name) const {
+  absl::StatusOr<Job*> job = Find(name);
+  if (!job.ok()) return job.status();
+  return (*job)->Snapshot();
+}
+
+std::vector<JobSnapshot> Supervisor::List() const {
+  std::vector<JobSnapshot> out;
+  out.reserve(jobs_.size());
+  for (const auto& [name, job] : jobs_) out.push_back(job->Snapshot());
+  return out;
+}
+
+void Supervisor::StopAll(const std::string& reason, std::function<void()> done) {
+  stop_all_done_ = std::move(done);
+  for (auto& [name, job] : jobs_) (void)job->Stop(reason);
+  CheckStopAllDone();
+}
+
+void Supervisor::CheckStopAllDone() {
+  if (!stop_all_done_) return;
+  for (const auto& [name, job] : jobs_) {
+    if (IsActive(job->state())) return;
+  }
+  std::exchange(stop_all_done_, nullptr)();
+}
+
+std::vector<JobEvent> Supervisor::EventHistory(const std::string& job, std::size_t max) const {
+  std::vector<JobEvent> out;
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (max != 0 && out.size() >= max) break;
+    if (job.empty() || it->job == job) out.push_back(*it);
+  }
+  return {out.rbegin(), out.rend()};
+}
+
+std::filesystem::path Supervisor::LogPath(const std::string& name) const {
+  return options_.log_dir / (name + ".log");
+}
+
+void Supervisor::OnJobEvent(const JobEvent& event) {
+  JobEvent numbered = event;
+  numbered.sequence = next_sequence_++;
+  spdlog::info("job {}: {} -> {} (attempt {}): {}", event.job, JobStateName(event.from),
+               JobStateName(event.to), event.attempt, event.reason);
+  history_.push_back(numbered);
+  while (history_.size() > options_.event_history) history_.pop_front();
+  events_.Publish(event.job, numbered, 1);
+  if (stop_all_done_ && !IsActive(event.to)) CheckStopAllDone();
+}
+
+void Supervisor::OnJobOutput(const std::string& job, std::string_view line) {
+  if (!output_.HasReaders()) return;
+  std::string text(line);
+  text.push_back('\n');
+  const std::size_t cost = text.size();
+  output_.Publish(job, text, cost);
+}
+
+}  // namespace tpud

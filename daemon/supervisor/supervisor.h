@@ -1,0 +1,83 @@
+// The set of jobs, and what the outside (RPC, metrics, main) may do to them.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/supervisor/fanout.h"
+#include "daemon/supervisor/job.h"
+
+namespace tpud {
+
+// Thread-safety: every method runs on the event loop thread (other threads go
+// through RunOnLoop), except events() and output(), which are thread-safe.
+class Supervisor final : public JobListener {
+ public:
+  struct Options {
+    std::filesystem::path log_dir;    // Job logs: log_dir/NAME.log.
+    std::filesystem::path state_dir;  // Working directory of jobs that name none.
+    std::size_t event_history = 10000;  // Events kept for `tpuctl events`.
+  };
+
+  // `clock` and `launcher` must outlive the Supervisor. `find_checkpoint` and
+  // `random` default to FindNewestCheckpoint and a seeded PRNG.
+  Supervisor(Clock& clock, Launcher& launcher, Options options);
+  ~Supervisor() override;
+
+  void SetCheckpointFinder(decltype(JobDeps::find_checkpoint) finder) { finder_ = std::move(finder); }
+  void SetRandom(std::function<double()> random) { random_ = std::move(random); }
+
+  // Adds a configured job (stopped). AlreadyExists for a taken name.
+  absl::Status AddJob(JobSpec spec);
+  // Adds or replaces a submitted spec and starts it. FailedPrecondition when a
+  // job of that name is active (stop it first).
+  absl::StatusOr<JobSnapshot> SubmitAndStart(JobSpec spec, const std::string& reason);
+  // Starts every job with autostart: true.
+  void StartAutostartJobs();
+
+  // NotFound for an unknown name; FailedPrecondition from Job::Start.
+  absl::StatusOr<JobSnapshot> Start(const std::string& name, const std::string& reason);
+  absl::StatusOr<JobSnapshot> Stop(const std::string& name, const std::string& reason);
+  absl::StatusOr<JobSnapshot> Restart(const std::string& name, const std::string& reason);
+  absl::StatusOr<JobSnapshot> Get(const std::string& name) const;
+  std::vector<JobSnapshot> List() const;  // Sorted by name.
+
+  // Stops every active job; calls `done` (on the loop) once none is active.
+  void StopAll(const std::string& reason, std::function<void()> done);
+
+  // Past events (oldest first) for `job` (empty: all), at most `max` (0: all).
+  std::vector<JobEvent> EventHistory(const std::string& job, std::size_t max) const;
+  bool HasJob(const std::string& name) const { return jobs_.count(name) != 0; }
+  std::filesystem::path LogPath(const std::string& name) const;
+
+  Fanout<JobEvent>& events() { return events_; }
+  Fanout<std::string>& output() { return output_; }
+
+  // JobListener.
+  void OnJobEvent(const JobEvent& event) override;
+  void OnJobOutput(const std::string& job, std::string_view line) override;
+
+ private:
+  absl::StatusOr<Job*> Find(const std::string& name) const;
+  std::unique_ptr<Job> MakeJob(JobSpec spec);
+  void CheckStopAllDone();
+
+  Clock& clock_;
+  Launcher& launcher_;
+  Options options_;
+  decltype(JobDeps::find_checkpoint) finder_;
+  std::function<double()> random_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::deque<JobEvent> history_;
+  std::int64_t next_sequence_ = 1;
+  std::function<void()> stop_all_done_;
+  Fanout<JobEvent> events_;
+  Fanout<std::string> output_;
+};
+
+}  // namespace tpud
