@@ -1,4 +1,5 @@
 // tpud: the supervisor daemon. Parses flags, loads the config, runs.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tpud ") + tpud::TpudVersion());
   CLI11_PARSE(app, argc, argv);
 
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tpud"));
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
 

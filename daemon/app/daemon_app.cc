@@ -8,6 +8,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <atomic>
 #include <csignal>
 #include <thread>
 
@@ -76,9 +77,15 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   }
 
   std::unique_ptr<MetricsServer> metrics;
+  auto loop_running = std::make_shared<std::atomic<bool>>(true);
   if (!config.metrics.listen.empty()) {
     auto started = MetricsServer::Start(
-        config.metrics.listen, [&] { return RunOnLoop(io, [&] { return supervisor.List(); }); },
+        config.metrics.listen,
+        [&io, &supervisor, loop_running] {
+          // A scrape racing shutdown gets no jobs rather than waiting forever.
+          if (!loop_running->load()) return std::vector<JobSnapshot>{};
+          return RunOnLoop(io, [&] { return supervisor.List(); });
+        },
         TpudVersion());
     if (!started.ok()) return started.status();
     metrics = std::move(*started);
@@ -112,7 +119,7 @@ absl::Status RunDaemon(const DaemonConfig& config) {
               supervisor.events().CloseAll();
               supervisor.output().CloseAll();
               server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-              metrics.reset();
+              loop_running->store(false);
               io.stop();
             });
           });
@@ -123,6 +130,9 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   boost::asio::post(io, [&] { supervisor.StartAutostartJobs(); });
   io.run();
   if (closer.joinable()) closer.join();
+  // civetweb's orderly stop takes over a second; the process is exiting, so
+  // let its threads end with it.
+  (void)metrics.release();
   std::error_code ec;
   std::filesystem::remove(config.socket, ec);
   spdlog::info("tpud exited cleanly");
