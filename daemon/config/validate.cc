@@ -1,0 +1,130 @@
+#include "daemon/config/validate.h"
+
+#include <re2/re2.h>
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/launch/launcher.h"
+
+namespace tpud {
+namespace config_internal {
+namespace {
+
+using absl::StrCat;
+
+constexpr std::pair<CheckpointLayout, const char*> kLayoutNames[] = {
+    {CheckpointLayout::kAuto, "auto"},          {CheckpointLayout::kTensorflow, "tensorflow"},
+    {CheckpointLayout::kOrbax, "orbax"},        {CheckpointLayout::kHuggingface, "huggingface"},
+    {CheckpointLayout::kTorchDcp, "torch_dcp"}, {CheckpointLayout::kLightning, "lightning"},
+    {CheckpointLayout::kPattern, "pattern"}};
+
+MaybeViolation CheckNameAndCommand(const JobSpec& spec) {
+  static const LazyRE2 kName = {"[a-z0-9][a-z0-9_.-]{0,62}"};
+  if (spec.name.empty()) return Violation{"name", "required"};
+  if (!RE2::FullMatch(spec.name, *kName)) {
+    return Violation{"name", StrCat("must match [a-z0-9][a-z0-9_.-]{0,62}, got \"", spec.name, "\"")};
+  }
+  if (spec.command.empty()) return Violation{"command", "required: a non-empty list of strings (argv)"};
+  if (spec.command[0].empty()) return Violation{"command[0]", "must not be empty"};
+  for (const auto& [key, value] : spec.env) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return Violation{"env", StrCat("invalid variable name \"", key, "\"")};
+    }
+  }
+  return std::nullopt;
+}
+
+MaybeViolation CheckTiming(const JobSpec& spec) {
+  const RestartPolicy& restart = spec.restart;
+  const std::pair<const char*, double> durations[] = {
+      {"start_seconds", spec.start_seconds},
+      {"restart.backoff_initial_seconds", restart.backoff_initial_seconds},
+      {"restart.backoff_max_seconds", restart.backoff_max_seconds},
+      {"restart.reset_after_seconds", restart.reset_after_seconds},
+      {"stop.grace_seconds", spec.stop.grace_seconds}};
+  for (const auto& [key, seconds] : durations) {
+    if (!std::isfinite(seconds)) return Violation{key, StrCat("must be finite, got ", seconds)};
+    if (seconds < 0) return Violation{key, StrCat("must be >= 0, got ", seconds)};
+  }
+  if (restart.max_restarts < 0) {
+    return Violation{"restart.max_restarts", StrCat("must be >= 0, got ", restart.max_restarts)};
+  }
+  if (restart.backoff_max_seconds < restart.backoff_initial_seconds) {
+    return Violation{"restart.backoff_max_seconds",
+                     StrCat("must be >= restart.backoff_initial_seconds (", restart.backoff_initial_seconds,
+                            "), got ", restart.backoff_max_seconds)};
+  }
+  if (!(restart.backoff_jitter >= 0 && restart.backoff_jitter <= 1)) {
+    return Violation{"restart.backoff_jitter",
+                     StrCat("must be between 0 and 1, got ", restart.backoff_jitter)};
+  }
+  return std::nullopt;
+}
+
+MaybeViolation CheckCheckpoint(const CheckpointSpec& checkpoint) {
+  const std::string layout = CheckpointLayoutName(checkpoint.layout);
+  if (layout == "unknown") return Violation{"checkpoint.layout", "unknown layout"};
+  if (checkpoint.layout != CheckpointLayout::kPattern && !checkpoint.pattern.empty()) {
+    return Violation{"checkpoint.pattern", StrCat("only allowed with layout pattern, got layout ", layout)};
+  }
+  if (checkpoint.layout == CheckpointLayout::kPattern) {
+    if (checkpoint.pattern.empty()) return Violation{"checkpoint.pattern", "required with layout pattern"};
+    const RE2 re(checkpoint.pattern, RE2::Quiet);
+    if (!re.ok()) return Violation{"checkpoint.pattern", StrCat("invalid RE2 pattern: ", re.error())};
+    if (re.NumberOfCapturingGroups() < 1) {
+      return Violation{"checkpoint.pattern", "needs a capture group for the step, e.g. ckpt-(\\d+)"};
+    }
+  }
+  if (checkpoint.dir.empty() && checkpoint.layout != CheckpointLayout::kAuto) {
+    return Violation{"checkpoint.dir", StrCat("required with layout ", layout)};
+  }
+  return std::nullopt;
+}
+
+MaybeViolation CheckStopAndLog(const JobSpec& spec) {
+  const std::vector<int>& signals = spec.stop.signals;
+  if (signals.empty()) return Violation{"stop.signals", "must not be empty"};
+  for (size_t i = 0; i < signals.size(); ++i) {
+    if (SignalNumber(std::to_string(signals[i])) < 0) {
+      return Violation{StrCat("stop.signals[", i, "]"), StrCat("unknown signal ", signals[i])};
+    }
+  }
+  if (spec.log.backups < 0) return Violation{"log.backups", StrCat("must be >= 0, got ", spec.log.backups)};
+  return std::nullopt;
+}
+
+}  // namespace
+
+MaybeViolation FindViolation(const JobSpec& spec) {
+  if (MaybeViolation v = CheckNameAndCommand(spec)) return v;
+  if (MaybeViolation v = CheckTiming(spec)) return v;
+  if (MaybeViolation v = CheckCheckpoint(spec.checkpoint)) return v;
+  return CheckStopAndLog(spec);
+}
+
+
+}  // namespace config_internal
+
+absl::Status ValidateJobSpec(const JobSpec& spec) {
+  const config_internal::MaybeViolation violation = config_internal::FindViolation(spec);
+  if (!violation) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(violation->key, ": ", violation->reason));
+}
+
+const char* CheckpointLayoutName(CheckpointLayout layout) {
+  for (const auto& [value, name] : config_internal::kLayoutNames) {
+    if (value == layout) return name;
+  }
+  return "unknown";
+}
+
+std::optional<CheckpointLayout> ParseCheckpointLayout(const std::string& name) {
+  for (const auto& [value, layout_name] : config_internal::kLayoutNames) {
+    if (name == layout_name) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace tpud
