@@ -75,20 +75,30 @@ template <typename Fn>
 void LineSplitter::Feed(std::string_view data, Fn&& fn) {
   while (!data.empty()) {
     const std::size_t nl = data.find('\n');
-    if (nl == std::string_view::npos) {
-      partial_.append(data);
-      while (partial_.size() >= max_line_bytes_) {
-        fn(std::string_view(partial_).substr(0, max_line_bytes_));
-        partial_.erase(0, max_line_bytes_);
+    const bool complete = nl != std::string_view::npos;
+    const std::string_view segment = complete ? data.substr(0, nl) : data;
+    if (!partial_.empty()) {
+      const std::size_t room = max_line_bytes_ - partial_.size();
+      if (segment.size() > room) {  // The buffered line fills up: emit a full piece.
+        partial_.append(segment.substr(0, room));
+        fn(std::string_view(partial_));
+        partial_.clear();
+        data.remove_prefix(room);
+        continue;
       }
-      return;
-    }
-    if (partial_.empty()) {
-      fn(data.substr(0, nl));
-    } else {
-      partial_.append(data.substr(0, nl));
+      partial_.append(segment);
+      if (!complete) return;
       fn(std::string_view(partial_));
       partial_.clear();
+    } else if (segment.size() > max_line_bytes_) {
+      fn(segment.substr(0, max_line_bytes_));
+      data.remove_prefix(max_line_bytes_);
+      continue;
+    } else if (!complete) {
+      partial_.assign(segment);  // Only a line's unfinished tail is ever copied.
+      return;
+    } else {
+      fn(segment);
     }
     data.remove_prefix(nl + 1);
   }
