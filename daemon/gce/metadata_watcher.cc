@@ -1,0 +1,85 @@
+#include "daemon/gce/metadata_watcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+namespace tpud {
+
+struct MetadataWatcher::Watch {
+  std::string key;
+  HttpCancel cancel;
+  std::thread thread;
+  // Owned by the thread:
+  std::optional<std::string> etag;   // Set after the first successful poll.
+  std::optional<std::string> value;  // The last value reported.
+  int failures = 0;                  // Consecutive failed polls.
+};
+
+MetadataWatcher::MetadataWatcher(std::shared_ptr<const MetadataClient> client, OnChange on_change,
+                                 MetadataWatcherOptions options)
+    : client_(std::move(client)), on_change_(std::move(on_change)), options_(std::move(options)) {}
+
+MetadataWatcher::~MetadataWatcher() { Stop(); }
+
+void MetadataWatcher::Start() {
+  for (const std::string& key : options_.keys) {
+    auto watch = std::make_unique<Watch>();
+    watch->key = key;
+    watches_.push_back(std::move(watch));
+  }
+  for (auto& watch : watches_) watch->thread = std::thread([this, w = watch.get()] { Run(*w); });
+}
+
+void MetadataWatcher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  for (auto& watch : watches_) watch->cancel.Cancel();
+  for (auto& watch : watches_) {
+    if (watch->thread.joinable()) watch->thread.join();
+  }
+}
+
+bool MetadataWatcher::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
+}
+
+bool MetadataWatcher::SleepUnlessStopped(Seconds delay) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !stop_cv_.wait_for(lock, delay, [this] { return stopping_; });
+}
+
+void MetadataWatcher::Run(Watch& w) {
+  Seconds backoff = options_.backoff_initial;
+  while (!stopping()) {
+    absl::StatusOr<MetadataValue> result =
+        w.etag ? client_->WaitForChange(w.key, *w.etag, options_.timeout_sec, &w.cancel)
+               : client_->Get(w.key, &w.cancel);
+    if (stopping()) return;
+    if (!result.ok()) {
+      if (w.failures++ == 0) {
+        spdlog::warn("metadata watch {}: {} (retrying every {}s at most)", w.key, result.status().ToString(),
+                     options_.backoff_max.count());
+      }
+      if (!SleepUnlessStopped(backoff)) return;
+      backoff = std::min(backoff * 2, options_.backoff_max);
+      continue;
+    }
+    if (w.failures > 0) spdlog::info("metadata watch {}: recovered after {} failed polls", w.key, w.failures);
+    w.failures = 0;
+    backoff = options_.backoff_initial;
+    w.etag = std::move(result->etag);
+    if (w.value != result->value) {
+      w.value = std::move(result->value);
+      on_change_(w.key, *w.value);
+    }
+  }
+}
+
+}  // namespace tpud

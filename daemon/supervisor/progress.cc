@@ -1,0 +1,146 @@
+#include "daemon/supervisor/progress.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tpud {
+namespace {
+
+std::optional<std::int64_t> ParseStep(std::string_view digits) {
+  std::int64_t step = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return step;
+}
+
+Seconds ToSeconds(double s) { return Seconds(s); }
+
+absl::Status CheckNonNegative(const char* key, double value) {
+  if (value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("progress.", key, ": must be >= 0, got ", value));
+}
+
+absl::Status CheckLearning(const ProgressSpec& spec) {
+  if (!spec.learn_timeout) return absl::OkStatus();
+  if (spec.safety_factor < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("progress.safety_factor: must be >= 1, got ", spec.safety_factor));
+  }
+  if (spec.min_steps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("progress.min_steps: must be >= 1, got ", spec.min_steps));
+  }
+  if (spec.regex.empty() && spec.heartbeat_file.empty()) {
+    return absl::InvalidArgumentError(
+        "progress.learn_timeout: needs progress.regex or progress.heartbeat_file "
+        "(arbitrary output is too noisy to learn step intervals from)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateProgressSpec(const ProgressSpec& spec) {
+  if (!spec.regex.empty()) {
+    RE2 re(spec.regex, RE2::Quiet);
+    if (!re.ok()) return absl::InvalidArgumentError(absl::StrCat("progress.regex: ", re.error()));
+  }
+  if (absl::Status s = CheckNonNegative("startup_grace_seconds", spec.startup_grace_seconds); !s.ok())
+    return s;
+  if (absl::Status s = CheckNonNegative("timeout_seconds", spec.timeout_seconds); !s.ok()) return s;
+  return CheckLearning(spec);
+}
+
+absl::StatusOr<ProgressTracker> ProgressTracker::Create(const ProgressSpec& spec, SteadyTime attempt_start) {
+  if (absl::Status s = ValidateProgressSpec(spec); !s.ok()) return s;
+  std::unique_ptr<RE2> re;
+  if (!spec.regex.empty()) re = std::make_unique<RE2>(spec.regex, RE2::Quiet);
+  return ProgressTracker(spec, attempt_start, std::move(re));
+}
+
+ProgressTracker::ProgressTracker(const ProgressSpec& spec, SteadyTime attempt_start, std::unique_ptr<RE2> re)
+    : spec_(spec), attempt_start_(attempt_start), re_(std::move(re)) {
+  regex_has_group_ = re_ != nullptr && re_->NumberOfCapturingGroups() >= 1;
+}
+
+ProgressTracker::ProgressTracker(ProgressTracker&&) noexcept = default;
+ProgressTracker& ProgressTracker::operator=(ProgressTracker&&) noexcept = default;
+ProgressTracker::~ProgressTracker() = default;
+
+bool ProgressTracker::OnOutputLine(std::string_view line, SteadyTime now) {
+  if (!spec_.configured) return false;
+  if (re_ == nullptr) {
+    if (!spec_.heartbeat_file.empty()) return false;  // Only the heartbeat counts.
+    RecordProgress(now);
+    return true;
+  }
+  re2::StringPiece input(line.data(), line.size());
+  re2::StringPiece group;
+  const bool matched =
+      regex_has_group_ ? RE2::PartialMatch(input, *re_, &group) : RE2::PartialMatch(input, *re_);
+  if (!matched) return false;
+  RecordProgress(now);
+  if (!regex_has_group_) {
+    RecordTick(now);
+    return true;
+  }
+  std::optional<std::int64_t> step = ParseStep(std::string_view(group.data(), group.size()));
+  if (step && step != last_step_) {
+    last_step_ = step;
+    RecordTick(now);
+  }
+  return true;
+}
+
+void ProgressTracker::OnHeartbeat(SteadyTime now) {
+  if (!spec_.configured) return;
+  RecordProgress(now);
+  if (re_ == nullptr) RecordTick(now);
+}
+
+void ProgressTracker::RecordProgress(SteadyTime now) {
+  last_progress_ = last_progress_ ? std::max(*last_progress_, now) : now;
+}
+
+void ProgressTracker::RecordTick(SteadyTime now) {
+  if (last_tick_ && now >= *last_tick_) {
+    longest_interval_ = std::max(longest_interval_, Seconds(now - *last_tick_));
+    ++intervals_;
+  }
+  last_tick_ = now;
+}
+
+bool ProgressTracker::Enabled() const {
+  return spec_.configured && (spec_.timeout_seconds > 0 || spec_.learn_timeout);
+}
+
+std::optional<Seconds> ProgressTracker::learned_timeout() const {
+  if (!spec_.learn_timeout || intervals_ < spec_.min_steps) return std::nullopt;
+  Seconds learned = std::max(kMinLearnedTimeout, spec_.safety_factor * longest_interval_);
+  if (spec_.timeout_seconds > 0) learned = std::min(learned, ToSeconds(spec_.timeout_seconds));
+  return learned;
+}
+
+Seconds ProgressTracker::effective_timeout() const {
+  if (!Enabled()) return Seconds(0);
+  if (std::optional<Seconds> learned = learned_timeout()) return *learned;
+  return ToSeconds(spec_.timeout_seconds);
+}
+
+std::optional<SteadyTime> ProgressTracker::Deadline() const {
+  if (!Enabled()) return std::nullopt;
+  if (!last_progress_) {
+    const Seconds startup = ToSeconds(std::max(spec_.startup_grace_seconds, spec_.timeout_seconds));
+    if (startup <= Seconds(0)) return std::nullopt;
+    return attempt_start_ + std::chrono::duration_cast<SteadyTime::duration>(startup);
+  }
+  const Seconds timeout = effective_timeout();
+  if (timeout <= Seconds(0)) return std::nullopt;
+  return *last_progress_ + std::chrono::duration_cast<SteadyTime::duration>(timeout);
+}
+
+}  // namespace tpud
