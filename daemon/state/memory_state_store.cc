@@ -1,0 +1,90 @@
+// StateStore in memory, for unit tests: the SQLite store's behaviour without a file.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/state/state_store.h"
+
+namespace tpud {
+namespace {
+
+class MemoryStateStore final : public StateStore {
+ public:
+  absl::Status PutJob(const JobRecord& job) override {
+    if (absl::Status s = CheckJobRecord(job); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[job.name] = job;
+    return absl::OkStatus();
+  }
+
+  absl::Status DeleteJob(const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.erase(name);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<JobRecord>> LoadJobs() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<JobRecord> jobs;
+    for (const auto& [name, job] : jobs_) jobs.push_back(job);  // std::map: ordered by name.
+    return jobs;
+  }
+
+  absl::StatusOr<std::int64_t> OpenIncident(const IncidentRecord& incident) override {
+    if (absl::Status s = CheckIncidentRecord(incident); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    IncidentRecord stored = incident;
+    stored.id = ++last_incident_id_;
+    incidents_[stored.id] = stored;
+    return stored.id;
+  }
+
+  absl::Status UpdateIncident(const IncidentRecord& incident) override {
+    if (absl::Status s = CheckIncidentRecord(incident); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = incidents_.find(incident.id);
+    if (it == incidents_.end()) {
+      return absl::NotFoundError(absl::StrCat("incident ", incident.id, ": no such incident"));
+    }
+    it->second = incident;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<IncidentRecord>> ListIncidents(const std::string& job,
+                                                            int limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<IncidentRecord> newest_first;
+    for (auto it = incidents_.rbegin(); it != incidents_.rend(); ++it) {
+      if (limit > 0 && newest_first.size() == static_cast<std::size_t>(limit)) break;
+      if (job.empty() || it->second.job == job) newest_first.push_back(it->second);
+    }
+    std::reverse(newest_first.begin(), newest_first.end());
+    return newest_first;
+  }
+
+  absl::StatusOr<std::vector<IncidentRecord>> OpenIncidents() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<IncidentRecord> open;
+    for (const auto& [id, incident] : incidents_) {
+      if (incident.is_open()) open.push_back(incident);
+    }
+    return open;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, JobRecord> jobs_;
+  std::map<std::int64_t, IncidentRecord> incidents_;  // Ordered by id: oldest first.
+  std::int64_t last_incident_id_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<StateStore> MakeMemoryStateStore() { return std::make_unique<MemoryStateStore>(); }
+
+}  // namespace tpud
