@@ -1,0 +1,67 @@
+#include "daemon/tpu/wait_clock.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+namespace tpud {
+namespace {
+
+class SystemClock final : public WaitClock {
+ public:
+  SteadyTime Now() override { return std::chrono::steady_clock::now(); }
+  absl::Status Sleep(std::chrono::nanoseconds duration, CancelToken* cancel) override;
+};
+
+// One Sleep's wake-up state; the token's waker points at it until removed.
+struct Sleeper {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool woken = false;  // Guarded by mu.
+};
+
+absl::Status SystemClock::Sleep(std::chrono::nanoseconds duration, CancelToken* cancel) {
+  const SteadyTime until = Now() + duration;
+  Sleeper sleeper;
+  std::uint64_t waker = 0;
+  if (cancel != nullptr) {
+    waker = cancel->AddWaker([&sleeper] {
+      std::lock_guard<std::mutex> lock(sleeper.mu);
+      sleeper.woken = true;
+      sleeper.cv.notify_all();
+    });
+    if (waker == 0) return absl::CancelledError("wait cancelled");
+  }
+  {
+    std::unique_lock<std::mutex> lock(sleeper.mu);
+    sleeper.cv.wait_until(lock, until, [&] { return sleeper.woken; });
+  }
+  if (cancel != nullptr) cancel->RemoveWaker(waker);
+  if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("wait cancelled");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::shared_ptr<WaitClock> SystemWaitClock() { return std::make_shared<SystemClock>(); }
+
+std::chrono::nanoseconds Deadline::Remaining() const {
+  return std::max(std::chrono::nanoseconds(0), end_ - clock_->Now());
+}
+
+absl::Status Deadline::SleepAtMost(std::chrono::nanoseconds duration, CancelToken* cancel) const {
+  return clock_->Sleep(std::min(duration, Remaining()), cancel);
+}
+
+std::string FormatSeconds(Seconds s) {
+  char text[32];
+  if (s.count() >= 10 || s.count() == static_cast<long long>(s.count())) {
+    std::snprintf(text, sizeof text, "%.0f s", s.count());
+  } else {
+    std::snprintf(text, sizeof text, "%.1f s", s.count());
+  }
+  return text;
+}
+
+}  // namespace tpud
