@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "daemon/launch/local_launcher.h"
 #include "daemon/launch/log_file.h"
@@ -92,10 +93,17 @@ TEST_CASE("Launcher: members left in the group when the main process exits are k
   Recorder r = Run({"/bin/sh", "-c", "sleep 300 & echo $! > " + pid_file.string() + "; exit 0"}, dir);
   CHECK(r.exit->code == 0);
   const pid_t child = std::stoi(ReadAll(pid_file));
-  // The child is SIGKILLed before OnExit; it may linger as a zombie of init
-  // for an instant, but it is no longer running `sleep`.
-  const std::string stat = ReadAll("/proc/" + std::to_string(child) + "/stat");
-  CHECK((stat.empty() || stat.find(") Z ") != std::string::npos));
+  // SIGKILL was sent before OnExit; delivery is asynchronous, so wait
+  // (bounded) until the child is dead: gone, or a zombie nobody reaped yet.
+  const auto dead = [&] {
+    const std::string stat = ReadAll("/proc/" + std::to_string(child) + "/stat");
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!dead() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(dead());
 }
 
 TEST_CASE("Launcher: output written just before exit is in the log before OnExit", "[launcher]") {

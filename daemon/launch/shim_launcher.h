@@ -1,0 +1,97 @@
+// ShimLauncher: runs each attempt under its own tpud-shim (daemon/shim/), the
+// trainer's parent, which outlives tpud: `systemctl restart tpud`, an upgrade
+// or a crash of tpud neither stops, signals nor pauses a trainer, nor breaks
+// its stdout/stderr. A restarted tpud finds its attempts in
+// STATE_DIR/attempts/ (ListAttemptDirs) and re-attaches (Reattach), learning
+// each exit code even if the trainer ended while tpud was down. This is
+// containerd's daemon/shim split (docs/runtime-v2.md); the systemd unit must
+// then use KillMode=process, as containerd's does, so stopping tpud does not
+// kill the shims in its cgroup.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "daemon/launch/launcher.h"
+#include "daemon/shim/frame_stream.h"
+
+namespace tpud {
+
+// Attempts behave as with LocalLauncher (same process setup, same errors,
+// lines only after they are in the log, OnExit after all output and after the
+// group's leftovers are killed) with these differences:
+//  * The log is written by the shim, so it has no gap while tpud is down.
+//  * Lines the trainer prints while no daemon is attached are buffered by the
+//    shim (up to 4 MiB) and delivered on re-attach; beyond that they are only
+//    in the log (the gap is logged as a warning). Bytes already sent to a
+//    daemon that then died are not sent again.
+//  * SignalGroup goes through the shim (see ShimAttempt).
+//  * Destroying the Attempt, the launcher or the loop detaches: the attempt
+//    keeps running. Nothing here ever kills a trainer on daemon exit.
+//
+// Lifetime: `io` outlives the launcher and its Attempts; an observer outlives
+// its Attempt (or its OnExit).
+// Thread-safety: Launch(), Reattach() and the returned Attempts are used on
+// the thread running `io`; observers are called there.
+class ShimLauncher final : public Launcher {
+ public:
+  struct Options {
+    // Attempt directories live in state_dir/attempts/JOB/ATTEMPT/.
+    std::filesystem::path state_dir;
+    // The tpud-shim executable; empty: DefaultShimPath().
+    std::filesystem::path shim_path;
+    // How long Launch() waits for the shim to report the trainer started.
+    std::chrono::milliseconds ready_timeout{10'000};
+  };
+
+  ShimLauncher(boost::asio::io_context& io, Options options);
+
+  // Creates the attempt directory for (spec.job, spec.attempt), writes
+  // spec.json, starts tpud-shim on it and waits (blocking the loop for the
+  // few milliseconds a spawn takes, at most ready_timeout) until the shim
+  // reports the trainer's pid or its spawn error, then connects to the shim.
+  // Errors: those of LocalLauncher::Launch, with the same codes and messages
+  // (NotFound "spawn \"/no/such\": No such file or directory", ...; the
+  // attempt directory is then removed); InvalidArgument (job name unusable as
+  // a directory); AlreadyExists (the attempt directory exists: Reattach it or
+  // remove it first); Internal ("tpud-shim: ...": the shim could not be
+  // started or reported nothing; or it could not be reached, and then the
+  // trainer is killed and the directory left for Reattach); DeadlineExceeded
+  // (no report within ready_timeout; the directory is left for Reattach).
+  absl::StatusOr<std::unique_ptr<Attempt>> Launch(const LaunchSpec& spec,
+                                                  AttemptObserver* observer) override;
+
+  // Re-attaches to the attempt in `attempt_dir` (one of ListAttemptDirs()),
+  // typically after a daemon restart. If its shim is running, the attempt
+  // goes on with the same pid and delivers further output (starting with
+  // what the shim buffered while no daemon was attached) and its exit. If
+  // the shim is gone and left exit.json, OnExit is delivered from it on the
+  // loop (never inline). In both cases the directory is removed after OnExit.
+  // At most one Attempt per directory at a time: the shim serves one
+  // connection, so a second Reattach takes over and the first Attempt then
+  // reports that its shim went away.
+  // Errors: NotFound when neither a live shim nor exit.json is there (the
+  // message names the directory, the socket error and what to look at:
+  // shim.log); Unavailable when the shim answers but is still starting (no
+  // state.json yet: retry shortly); DataLoss when exit.json is corrupt.
+  absl::StatusOr<std::unique_ptr<Attempt>> Reattach(const std::filesystem::path& attempt_dir,
+                                                    AttemptObserver* observer);
+
+  // The attempt directories under state_dir that a starting daemon must
+  // Reattach (or, if Reattach fails, inspect and remove), sorted.
+  static std::vector<std::filesystem::path> ListAttemptDirs(const std::filesystem::path& state_dir);
+
+ private:
+  // Errors: Unavailable naming the socket and the connect error.
+  absl::StatusOr<shim::FrameStream::Socket> ConnectToShim(const std::filesystem::path& attempt_dir);
+
+  boost::asio::io_context& io_;
+  Options options_;
+};
+
+// The tpud-shim next to the running executable: <dir of /proc/self/exe>/tpud-shim.
+std::filesystem::path DefaultShimPath();
+
+}  // namespace tpud

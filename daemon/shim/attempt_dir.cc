@@ -1,0 +1,171 @@
+#include "daemon/shim/attempt_dir.h"
+
+#include <fcntl.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace tpud::shim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+absl::Status ErrnoError(const fs::path& path, const char* step, int err) {
+  return absl::InternalError(absl::StrCat(path.string(), ": ", step, ": ", std::strerror(err)));
+}
+
+absl::Status WriteAll(int fd, std::string_view content, const fs::path& path) {
+  while (!content.empty()) {
+    const ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError(path, "write", errno);
+    content.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsyncDirectory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(dir, "open", errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  return rc == 0 ? absl::OkStatus() : ErrnoError(dir, "fsync", err);
+}
+
+absl::StatusOr<json> ReadJsonFile(const fs::path& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  json parsed = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a JSON object"));
+  }
+  return parsed;
+}
+
+bool IsSafeName(std::string_view job) {
+  return !job.empty() && job != "." && job != ".." && job.find('/') == std::string_view::npos;
+}
+
+}  // namespace
+
+absl::StatusOr<fs::path> AttemptDir(const fs::path& state_dir, std::string_view job, int attempt) {
+  if (!IsSafeName(job)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attempt dir: job name \"", std::string(job), "\" is not a file name"));
+  }
+  fs::path dir = state_dir / "attempts" / std::string(job) / std::to_string(attempt);
+  if ((dir / kSocketFile).string().size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attempt dir: socket path ", (dir / kSocketFile).string(), " is longer than ",
+                     sizeof(sockaddr_un::sun_path) - 1, " bytes; use a shorter state_dir"));
+  }
+  return dir;
+}
+
+std::vector<fs::path> ListAttemptDirs(const fs::path& state_dir) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (const fs::directory_entry& job : fs::directory_iterator(state_dir / "attempts", ec)) {
+    std::error_code job_ec;
+    for (const fs::directory_entry& attempt : fs::directory_iterator(job.path(), job_ec)) {
+      std::error_code file_ec;
+      if (fs::exists(attempt.path() / kSpecFile, file_ec)) dirs.push_back(attempt.path());
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+absl::Status WriteFileAtomically(const fs::path& path, std::string_view content) {
+  const fs::path tmp = path.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return ErrnoError(tmp, "open", errno);
+  absl::Status written = WriteAll(fd, content, tmp);
+  if (written.ok() && ::fsync(fd) != 0) written = ErrnoError(tmp, "fsync", errno);
+  ::close(fd);
+  if (written.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    written = ErrnoError(path, "rename", errno);
+  }
+  if (!written.ok()) {
+    ::unlink(tmp.c_str());
+    return written;
+  }
+  return FsyncDirectory(path.parent_path());
+}
+
+absl::StatusOr<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path.string(), ": not found"));
+    return ErrnoError(path, "open", err);
+  }
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+absl::StatusOr<std::string> SpecToJson(const LaunchSpec& spec) {
+  try {
+    return json{{"job", spec.job},
+                {"attempt", spec.attempt},
+                {"argv", spec.argv},
+                {"env", spec.env},
+                {"working_dir", spec.working_dir.string()},
+                {"log_path", spec.log_path.string()},
+                {"log_max_bytes", spec.log_max_bytes},
+                {"log_backups", spec.log_backups}}
+        .dump(2);
+  } catch (const json::exception& e) {  // Not UTF-8: a trainer's argv must be exact.
+    return absl::InvalidArgumentError(absl::StrCat("spec of job ", spec.job, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<LaunchSpec> ReadSpecFile(const fs::path& path) {
+  absl::StatusOr<json> parsed = ReadJsonFile(path);
+  if (!parsed.ok()) return parsed.status();
+  try {
+    LaunchSpec spec;
+    spec.job = parsed->value("job", std::string());
+    spec.attempt = parsed->value("attempt", 0);
+    spec.argv = parsed->at("argv").get<std::vector<std::string>>();
+    spec.env = parsed->value("env", std::map<std::string, std::string>());
+    spec.working_dir = parsed->at("working_dir").get<std::string>();
+    spec.log_path = parsed->at("log_path").get<std::string>();
+    spec.log_max_bytes = parsed->value("log_max_bytes", spec.log_max_bytes);
+    spec.log_backups = parsed->value("log_backups", spec.log_backups);
+    return spec;
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", e.what()));
+  }
+}
+
+std::string ShimStateToJson(const ShimState& state) {
+  return json{{"protocol", state.protocol},
+              {"shim_pid", state.shim_pid},
+              {"trainer_pid", state.trainer_pid}}
+      .dump();
+}
+
+absl::StatusOr<ShimState> ReadStateFile(const fs::path& path) {
+  absl::StatusOr<json> parsed = ReadJsonFile(path);
+  if (!parsed.ok()) return parsed.status();
+  try {
+    return ShimState{parsed->value("protocol", 0), parsed->value("shim_pid", -1),
+                     parsed->at("trainer_pid").get<int>()};
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", e.what()));
+  }
+}
+
+}  // namespace tpud::shim

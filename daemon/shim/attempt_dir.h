@@ -1,0 +1,65 @@
+// The attempt directory, STATE_DIR/attempts/JOB/ATTEMPT/: the state tpud and
+// tpud-shim share on disk, so a restarted daemon can find its attempts again.
+//   spec.json   the LaunchSpec; written by the daemon before it starts the shim.
+//   state.json  {"protocol":1,"shim_pid":N,"trainer_pid":M}; written by the
+//               shim once the trainer runs, before it reports ready.
+//   shim.sock   the shim's socket (protocol.h); removed when the shim exits.
+//   shim.log    the shim's own diagnostics.
+//   exit.json   the exit status (protocol.h ExitStatusToJson), written
+//               atomically once the trainer has exited, its group has been
+//               killed and its output drained into the log.
+// The daemon removes the directory once it has delivered OnExit: a directory
+// that exists is an exit not yet acknowledged. The JSON files are written with
+// WriteFileAtomically.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/launch/launcher.h"
+
+namespace tpud::shim {
+
+inline constexpr char kSpecFile[] = "spec.json";
+inline constexpr char kStateFile[] = "state.json";
+inline constexpr char kSocketFile[] = "shim.sock";
+inline constexpr char kShimLogFile[] = "shim.log";
+inline constexpr char kExitFile[] = "exit.json";
+
+// STATE_DIR/attempts/JOB/ATTEMPT. Errors: InvalidArgument when `job` is empty,
+// ".", "..", or contains '/', or when the socket path would not fit in a
+// sockaddr_un (108 bytes).
+absl::StatusOr<std::filesystem::path> AttemptDir(const std::filesystem::path& state_dir,
+                                                 std::string_view job, int attempt);
+
+// Every STATE_DIR/attempts/JOB/ATTEMPT directory holding a spec.json, sorted.
+// A missing attempts directory yields none.
+std::vector<std::filesystem::path> ListAttemptDirs(const std::filesystem::path& state_dir);
+
+// Writes `content` to path.tmp, fsyncs it, renames it over `path` and fsyncs
+// the directory: after an OK return the file survives a crash, whole.
+// Errors: Internal naming the path and the failed step.
+absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
+// Errors: NotFound when missing; Internal when unreadable.
+absl::StatusOr<std::string> ReadFile(const std::filesystem::path& path);
+
+// Errors: InvalidArgument when a string in `spec` is not UTF-8 (JSON cannot
+// carry it exactly).
+absl::StatusOr<std::string> SpecToJson(const LaunchSpec& spec);
+// Errors: InvalidArgument naming the file when it is not a LaunchSpec.
+absl::StatusOr<LaunchSpec> ReadSpecFile(const std::filesystem::path& path);
+
+struct ShimState {
+  int protocol = 0;
+  int shim_pid = -1;
+  int trainer_pid = -1;
+};
+std::string ShimStateToJson(const ShimState& state);
+// Errors: NotFound when missing; InvalidArgument when malformed.
+absl::StatusOr<ShimState> ReadStateFile(const std::filesystem::path& path);
+
+}  // namespace tpud::shim
