@@ -13,11 +13,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/app/metadata_link.h"
 #include "daemon/common/asio_clock.h"
 #include "daemon/common/run_on_loop.h"
 #include "daemon/launch/local_launcher.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/rpc/service.h"
+#include "daemon/supervisor/heartbeat_watcher.h"
 #include "daemon/supervisor/supervisor.h"
 
 #ifndef TPUD_VERSION
@@ -72,9 +74,18 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   AsioClock clock(io);
   LocalLauncher launcher(io);
   Supervisor supervisor(clock, launcher, {config.log_dir, config.state_dir});
+  supervisor.SetFileWatcher([&io](const std::filesystem::path& file, std::function<void()> on_change) {
+    auto watcher = HeartbeatWatcher::Start(io, file, std::move(on_change));
+    if (!watcher.ok()) {
+      spdlog::warn("{}: heartbeat not watched", std::string(watcher.status().message()));
+      return std::shared_ptr<void>();
+    }
+    return std::shared_ptr<void>(std::move(*watcher));
+  });
   for (const JobSpec& spec : config.jobs) {
     if (absl::Status s = supervisor.AddJob(spec); !s.ok()) return s;
   }
+  MetadataLink metadata(config.gce_metadata, io, supervisor);
 
   std::unique_ptr<MetricsServer> metrics;
   auto loop_running = std::make_shared<std::atomic<bool>>(true);

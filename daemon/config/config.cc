@@ -32,16 +32,23 @@ namespace fs = std::filesystem;
 using absl::StrCat;
 using namespace config_internal;  // NOLINT: this file is the schema over the reader.
 
-constexpr absl::string_view kTopKeys[] = {"socket", "state_dir", "log_dir", "metrics", "jobs_dir", "jobs"};
+constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",     "metrics",
+                                          "jobs_dir", "jobs",      "gce_metadata"};
 constexpr absl::string_view kJobKeys[] = {"name",      "command",       "working_dir", "env",
                                           "autostart", "start_seconds", "checkpoint",  "resume_args",
-                                          "restart",   "stop",          "log"};
+                                          "restart",   "stop",          "log",         "progress",
+                                          "failure_rules", "checkpoint_signal"};
 constexpr absl::string_view kMetricsKeys[] = {"listen"};
 constexpr absl::string_view kCheckpointKeys[] = {"dir", "layout", "pattern"};
 constexpr absl::string_view kRestartKeys[] = {"max_restarts", "backoff_initial_seconds",
                                               "backoff_max_seconds", "backoff_jitter", "reset_after_seconds"};
 constexpr absl::string_view kStopKeys[] = {"grace_seconds", "signals"};
 constexpr absl::string_view kLogKeys[] = {"max_bytes", "backups"};
+constexpr absl::string_view kProgressKeys[] = {"regex", "heartbeat_file", "startup_grace_seconds",
+                                               "timeout_seconds", "learn_timeout"};
+constexpr absl::string_view kLearnKeys[] = {"safety_factor", "min_steps"};
+constexpr absl::string_view kRuleKeys[] = {"match", "class", "action", "hint"};
+constexpr absl::string_view kGceKeys[] = {"enabled", "host"};
 
 void ReadSignals(Reader& r, const YAML::Node& stop, const std::string& path, std::vector<int>* out) {
   std::vector<int> signals;
@@ -67,6 +74,71 @@ void ReadEnv(Reader& r, const YAML::Node& job, const std::string& path,
     }
     (*out)[pair.first.Scalar()] = pair.second.Scalar();
   }
+}
+
+std::string KnownFailureClasses() {
+  std::vector<std::string> names;
+  for (FailureClass c : kAllFailureClasses) names.push_back(FailureClassName(c));
+  return absl::StrJoin(names, ", ");
+}
+
+// A signal given by name ("SIGTERM", "TERM") or number.
+void ReadSignal(Reader& r, const YAML::Node& map, const std::string& path, absl::string_view key, int* out) {
+  const Entry entry = Find(map, key);
+  if (!r.ok() || !entry.found) return;
+  const int number = entry.value.IsScalar() ? SignalNumber(entry.value.Scalar()) : -1;
+  if (number < 0) {
+    return r.Fail(entry.mark, Join(path, key),
+                  StrCat("unknown signal ", Describe(entry.value), " (expected e.g. SIGTERM, TERM or 15)"));
+  }
+  *out = number;
+}
+
+void ReadProgress(Reader& r, const YAML::Node& job, const std::string& path, const fs::path& base,
+                  ProgressSpec* out) {
+  const std::string where = Join(path, "progress");
+  const std::optional<YAML::Node> section = Section(r, job, path, "progress", kProgressKeys);
+  if (!section) return;
+  out->configured = true;
+  Read(r, *section, where, "regex", &out->regex);
+  Read(r, *section, where, "heartbeat_file", &out->heartbeat_file);
+  out->heartbeat_file = Resolve(base, out->heartbeat_file);
+  Read(r, *section, where, "startup_grace_seconds", &out->startup_grace_seconds);
+  Read(r, *section, where, "timeout_seconds", &out->timeout_seconds);
+  if (const auto learn = Section(r, *section, where, "learn_timeout", kLearnKeys)) {
+    out->learn_timeout = true;
+    Read(r, *learn, Join(where, "learn_timeout"), "safety_factor", &out->safety_factor);
+    Read(r, *learn, Join(where, "learn_timeout"), "min_steps", &out->min_steps);
+  }
+}
+
+// failure_rules: [{match, class, action, hint}]; class and action by name.
+void ReadFailureRules(Reader& r, const YAML::Node& job, const std::string& path,
+                      std::vector<FailureRule>* out) {
+  ForEachItem(r, job, path, "failure_rules", "rules", [&](const YAML::Node& item, const std::string& where) {
+    if (!ExpectMap(r, item, item.Mark(), where, kRuleKeys)) return;
+    FailureRule rule;
+    std::string failure_class = "unknown", action = "restart";
+    Read(r, item, where, "match", &rule.match);
+    Read(r, item, where, "class", &failure_class);
+    Read(r, item, where, "action", &action);
+    Read(r, item, where, "hint", &rule.hint);
+    if (!r.ok()) return;
+    const auto parsed_class = ParseFailureClass(failure_class);
+    const auto parsed_action = ParseRecoveryAction(action);
+    if (!parsed_class) {
+      return r.Fail(Find(item, "class").mark, Join(where, "class"),
+                    StrCat("unknown class \"", failure_class, "\" (known: ", KnownFailureClasses(), ")"));
+    }
+    if (!parsed_action) {
+      return r.Fail(Find(item, "action").mark, Join(where, "action"),
+                    StrCat("unknown action \"", action,
+                           "\" (known: restart, reset_and_restart, wait_and_restart, fail)"));
+    }
+    rule.failure_class = *parsed_class;
+    rule.action = *parsed_action;
+    out->push_back(std::move(rule));
+  });
 }
 
 void ReadCheckpoint(Reader& r, const YAML::Node& job, const std::string& path, const fs::path& base,
@@ -126,6 +198,9 @@ void ParseJobNode(Reader& r, const YAML::Node& node, const YAML::Mark& mark, con
   ReadCheckpoint(r, node, path, base, &spec->checkpoint);
   ReadStrings(r, node, path, "resume_args", &spec->resume_args);
   ReadPolicies(r, node, path, spec);
+  ReadProgress(r, node, path, base, &spec->progress);
+  ReadFailureRules(r, node, path, &spec->failure_rules);
+  ReadSignal(r, node, path, "checkpoint_signal", &spec->checkpoint_signal);
   if (!r.ok()) return;
   if (const MaybeViolation v = FindViolation(*spec)) {
     r.Fail(MarkOf(node, mark, v->key), Join(path, v->key), v->reason);
@@ -189,6 +264,15 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
     if (r.ok() && !listen.empty() && !IsHostPort(listen)) {
       r.Fail(Find(*metrics, "listen").mark, "metrics.listen",
              StrCat("expected host:port (port 0 picks a free one), got \"", listen, "\""));
+    }
+  }
+  if (const auto gce = Section(r, root, "", "gce_metadata", kGceKeys)) {
+    Read(r, *gce, "gce_metadata", "enabled", &config->gce_metadata.enabled);
+    Read(r, *gce, "gce_metadata", "host", &config->gce_metadata.host);
+    const std::string& enabled = config->gce_metadata.enabled;
+    if (r.ok() && enabled != "auto" && enabled != "true" && enabled != "false") {
+      r.Fail(Find(*gce, "enabled").mark, "gce_metadata.enabled",
+             StrCat("expected auto, true or false, got \"", enabled, "\""));
     }
   }
   Read(r, root, "", "jobs_dir", &config->jobs_dir);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/classify/failure_rule.h"
 
 namespace tpud {
 
@@ -36,8 +37,27 @@ struct RestartPolicy {
 
 struct StopPolicy {
   double grace_seconds = 30;                // Between rungs of the signal ladder.
-  std::vector<int> signals = {15, 9};       // Sent to the process group in order (SIGTERM, SIGKILL).
+  // Sent to the process group in order: SIGINT lets the training loop finish
+  // its step, SIGTERM asks politely, SIGQUIT exits at once, SIGKILL cannot be
+  // ignored (the troubleshooting guide's escalation).
+  std::vector<int> signals = {2, 15, 3, 9};
 };
+
+// The job spec's `progress:` section.
+struct ProgressSpec {
+  // RE2, searched anywhere in a line (partial match). A matching line is
+  // progress; group 1, if any, is the step. Empty: any output line is progress,
+  // unless heartbeat_file is set (then only the heartbeat is).
+  std::string regex;
+  std::filesystem::path heartbeat_file;  // Optional: its mtime advancing is progress.
+  double startup_grace_seconds = 900;    // XLA compilation can take 5+ minutes.
+  double timeout_seconds = 600;          // After progress, silence this long is a hang; 0 = none.
+  bool learn_timeout = false;            // Learn a tighter timeout from observed step intervals.
+  double safety_factor = 5;              // Learned timeout = safety_factor x longest interval.
+  int min_steps = 20;                    // Intervals to observe before the learned value applies.
+  bool configured = false;               // false: no `progress` section -> no hang timeout at all.
+};
+
 
 struct LogPolicy {
   std::uint64_t max_bytes = 50ull << 20;    // Rotate the job log past this size.
@@ -56,11 +76,22 @@ struct JobSpec {
   RestartPolicy restart;
   StopPolicy stop;
   LogPolicy log;
+  ProgressSpec progress;                     // Hang detection; off unless configured.
+  std::vector<FailureRule> failure_rules;    // Checked before the built-in rules.
+  int checkpoint_signal = 15;                // Sent on a maintenance/preemption notice (SIGTERM,
+                                             // as Cloud TPU Autocheckpoint does).
   std::string origin;                        // "config:FILE", "submitted:FILE", "adhoc".
 };
 
 struct MetricsConfig {
   std::string listen = "127.0.0.1:9464";    // host:port; port 0 picks a free one. Empty: off.
+};
+
+// Watching the GCE metadata server for preemption and maintenance events
+// (../shared/reference/cloud-tpu.md §3).
+struct GceMetadataConfig {
+  std::string enabled = "auto";  // auto (probe once, quietly) | true | false.
+  std::string host;              // host[:port]; empty: $GCE_METADATA_HOST, else metadata.google.internal.
 };
 
 struct DaemonConfig {
@@ -71,6 +102,7 @@ struct DaemonConfig {
   MetricsConfig metrics;
   std::filesystem::path jobs_dir;            // Optional directory of *.yaml job specs.
   std::vector<JobSpec> jobs;                 // Inline jobs, then jobs_dir's, in file name order.
+  GceMetadataConfig gce_metadata;
 };
 
 // Loads tpud.yaml and the job specs of its jobs_dir. Relative paths in the file

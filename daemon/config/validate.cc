@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/classify/classifier.h"
 #include "daemon/launch/launcher.h"
+#include "daemon/supervisor/progress.h"
 
 namespace tpud {
 namespace config_internal {
@@ -97,11 +99,31 @@ MaybeViolation CheckStopAndLog(const JobSpec& spec) {
 
 }  // namespace
 
+// "progress.regex: reason" -> {progress.regex, reason}.
+Violation FromKeyedMessage(const absl::Status& status) {
+  const std::string message(status.message());
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos) return Violation{"", message};
+  return Violation{message.substr(0, colon), message.substr(colon + 2)};
+}
+
+MaybeViolation CheckProgressAndRules(const JobSpec& spec) {
+  if (absl::Status s = ValidateProgressSpec(spec.progress); !s.ok()) return FromKeyedMessage(s);
+  if (auto classifier = FailureClassifier::Create(spec.failure_rules); !classifier.ok()) {
+    return FromKeyedMessage(classifier.status());
+  }
+  if (SignalNumber(std::to_string(spec.checkpoint_signal)) < 0) {
+    return Violation{"checkpoint_signal", StrCat("unknown signal ", spec.checkpoint_signal)};
+  }
+  return std::nullopt;
+}
+
 MaybeViolation FindViolation(const JobSpec& spec) {
   if (MaybeViolation v = CheckNameAndCommand(spec)) return v;
   if (MaybeViolation v = CheckTiming(spec)) return v;
   if (MaybeViolation v = CheckCheckpoint(spec.checkpoint)) return v;
-  return CheckStopAndLog(spec);
+  if (MaybeViolation v = CheckStopAndLog(spec)) return v;
+  return CheckProgressAndRules(spec);
 }
 
 

@@ -57,6 +57,8 @@ std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jo
   MetricFamily restarts = Family("tpud_job_restarts_total",
                                  "Automatic restarts, by what ended the failed attempt.",
                                  MetricType::Counter);
+  MetricFamily failures = Family("tpud_job_failures_total", "Failed attempts, by failure class.",
+                                 MetricType::Counter);
   MetricFamily uptime = Family("tpud_job_uptime_seconds", "Uptime of the current attempt.",
                                MetricType::Gauge);
   MetricFamily step = Family("tpud_job_checkpoint_step",
@@ -76,6 +78,9 @@ std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jo
     for (const auto& [reason, count] : job.restarts_by_reason) {
       Add(restarts, {{"job", job.name}, {"reason", reason}}, static_cast<double>(count));
     }
+    for (const auto& [failure_class, count] : job.failures_by_class) {
+      Add(failures, {{"job", job.name}, {"class", failure_class}}, static_cast<double>(count));
+    }
     Add(uptime, {{"job", job.name}}, job.uptime.count());
     if (job.checkpoint) Add(step, {{"job", job.name}}, static_cast<double>(job.checkpoint->step));
     if (job.last_exit) {
@@ -83,7 +88,7 @@ std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jo
       Add(exit_signal, {{"job", job.name}}, job.last_exit->signal);
     }
   }
-  return {build, state, attempts, restarts, uptime, step, exit_code, exit_signal};
+  return {build, state, attempts, restarts, failures, uptime, step, exit_code, exit_signal};
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(

@@ -5,7 +5,8 @@
 //   tpud_build_info{version}                      gauge, always 1
 //   tpud_job_state{job,state}                     gauge, 1 for the current state, 0 otherwise
 //   tpud_job_attempts_total{job}                  counter, attempts launched
-//   tpud_job_restarts_total{job,reason}           counter, automatic restarts by cause
+//   tpud_job_restarts_total{job,reason}           counter, automatic restarts by failure class
+//   tpud_job_failures_total{job,class}            counter, failed attempts by failure class
 //   tpud_job_uptime_seconds{job}                  gauge, of the current attempt (0 if none)
 //   tpud_job_checkpoint_step{job}                 gauge, step of the checkpoint last resumed from
 //   tpud_job_last_exit_code{job}                  gauge, -1 when killed by a signal

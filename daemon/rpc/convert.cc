@@ -46,6 +46,9 @@ void ToProto(const JobSnapshot& s, v1::JobStatus* out) {
   out->set_origin(s.spec.origin);
   out->set_log_path(s.log_path.string());
   out->set_state_since_unix_ms(ToUnixMillis(s.state_since));
+  if (s.last_incident) ToProto(*s.last_incident, out->mutable_last_incident());
+  out->set_last_step(s.last_step.value_or(-1));
+  for (const auto& [name, count] : s.failures_by_class) (*out->mutable_failures_by_class())[name] = count;
 }
 
 void ToProto(const JobEvent& e, v1::JobEvent* out) {
@@ -58,6 +61,39 @@ void ToProto(const JobEvent& e, v1::JobEvent* out) {
   out->set_attempt(e.attempt);
   if (e.exit) ToProto(*e.exit, out->mutable_exit());
   if (e.to == JobState::kStarting) ToProto(e.checkpoint, out->mutable_checkpoint());
+}
+
+void ToProto(const Classification& failure, v1::Failure* out) {
+  out->set_failure_class(FailureClassName(failure.failure_class));
+  out->set_action(RecoveryActionName(failure.action));
+  out->set_hint(failure.hint);
+  out->set_matched_line(failure.matched_line);
+  out->set_rule(failure.rule);
+}
+
+void ToProto(const Incident& incident, v1::Incident* out) {
+  out->set_id(incident.id);
+  out->set_job(incident.job);
+  out->set_attempt(incident.attempt);
+  out->set_time_unix_ms(ToUnixMillis(incident.started));
+  ToProto(incident.failure, out->mutable_failure());
+  ToProto(incident.exit, out->mutable_exit());
+  out->set_counted(incident.counted);
+  out->set_step_reached(incident.step_reached.value_or(-1));
+  out->set_checkpoint_step(incident.checkpoint_step.value_or(-1));
+  out->set_steps_lost(incident.steps_lost().value_or(-1));
+  out->set_downtime_seconds(incident.downtime ? incident.downtime->count() : 0);
+  out->set_open(incident.open);
+  out->set_outcome(incident.outcome);
+}
+
+void ToProto(const NumberedEvent& event, v1::WatchEventsResponse* out) {
+  if (const auto* transition = std::get_if<JobEvent>(&event.event)) {
+    ToProto(*transition, out->mutable_event());
+    out->mutable_event()->set_sequence(event.sequence);
+  } else {
+    ToProto(std::get<Incident>(event.event), out->mutable_incident());
+  }
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

@@ -99,8 +99,8 @@ grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::
                                             grpc::ServerWriter<v1::WatchEventsResponse>* writer) {
   const std::string job = req->job();
   // Subscribe and read the history in one turn of the loop: no event is lost or repeated.
-  auto [history, queue] = RunOnLoop(io_, [&]() -> std::pair<absl::StatusOr<std::vector<JobEvent>>,
-                                                            std::shared_ptr<FanoutQueue<JobEvent>>> {
+  auto [history, queue] = RunOnLoop(io_, [&]() -> std::pair<absl::StatusOr<std::vector<NumberedEvent>>,
+                                                            std::shared_ptr<FanoutQueue<NumberedEvent>>> {
     if (!job.empty() && !supervisor_.HasJob(job)) {
       return {absl::NotFoundError(absl::StrCat("unknown job \"", job, "\"")), nullptr};
     }
@@ -109,16 +109,16 @@ grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::
   });
   if (!history.ok()) return ToGrpcStatus(history.status());
   v1::WatchEventsResponse resp;
-  for (const JobEvent& event : *history) {
+  for (const NumberedEvent& event : *history) {
     resp.Clear();
-    ToProto(event, resp.mutable_event());
+    ToProto(event, &resp);
     if (!writer->Write(resp)) return grpc::Status::OK;
   }
   while (queue && !ctx->IsCancelled() && !queue->closed()) {
-    std::optional<JobEvent> event = queue->Pop(kStreamPoll);
+    std::optional<NumberedEvent> event = queue->Pop(kStreamPoll);
     if (!event) continue;
     resp.Clear();
-    ToProto(*event, resp.mutable_event());
+    ToProto(*event, &resp);
     if (!writer->Write(resp)) break;
   }
   return grpc::Status::OK;

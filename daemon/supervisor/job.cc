@@ -1,30 +1,17 @@
+// Job lifecycle: start, stop, restart, attempts and their exits. Failure
+// handling (classification, hangs, incidents, maintenance) is in job_failure.cc.
 #include "daemon/supervisor/job.h"
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
-#include "daemon/supervisor/backoff.h"
+#include "daemon/supervisor/job_internal.h"
 
 namespace tpud {
-namespace {
 
-std::chrono::nanoseconds ToNanos(double seconds) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Seconds(seconds));
-}
-
-std::string FormatSeconds(Seconds s) { return absl::StrFormat("%.1fs", s.count()); }
-
-// The restart reason metrics count by: how the attempt ended.
-std::string FailureCause(const ExitStatus& status) {
-  if (!status.spawn_error.empty()) return "launch";
-  return status.signal != 0 ? "signal" : "exit_code";
-}
-
-}  // namespace
+using job_internal::FormatSeconds;
+using job_internal::ToNanos;
 
 std::vector<std::string> ExpandResumeArgs(const std::vector<std::string>& args,
                                           const CheckpointRef& checkpoint) {
@@ -37,10 +24,26 @@ std::vector<std::string> ExpandResumeArgs(const std::vector<std::string>& args,
   return out;
 }
 
-Job::Job(JobSpec spec, JobDeps deps)
-    : spec_(std::move(spec)), deps_(std::move(deps)), state_since_(deps_.clock->WallNow()) {}
+Job::Job(JobSpec spec, JobDeps deps) : deps_(std::move(deps)), state_since_(deps_.clock->WallNow()) {
+  UpdateSpec(std::move(spec));
+}
 
-Job::~Job() { CancelTimer(); }
+Job::~Job() {
+  CancelTimer();
+  EndAttemptWatch();
+}
+
+void Job::UpdateSpec(JobSpec spec) {
+  // Specs are validated before they get here, so the rules compile; should
+  // they not, the job still runs with the built-in rules alone.
+  auto classifier = FailureClassifier::Create(spec.failure_rules);
+  if (!classifier.ok()) {
+    SPDLOG_ERROR("job {}: failure_rules: {}", spec.name, std::string(classifier.status().message()));
+    classifier = FailureClassifier::Create({});
+  }
+  classifier_ = *classifier;
+  spec_ = std::move(spec);
+}
 
 absl::Status Job::Start(const std::string& reason) {
   if (IsActive(state_)) {
@@ -57,12 +60,16 @@ absl::Status Job::Stop(const std::string& reason) {
   start_after_stop_ = false;
   switch (state_) {
     case JobState::kBackoff:
+      CloseIncident("stopped");
       TransitionTo(JobState::kStopped, reason);
       break;
     case JobState::kStarting:
     case JobState::kRunning:
       TransitionTo(JobState::kStopping, reason);
       SendStopRung(0);
+      break;
+    case JobState::kStopping:
+      hung_ = false;  // Stopping a hung attempt: the person's stop wins, no restart.
       break;
     default:
       break;  // Stopping an inactive job is a no-op, as with systemctl stop.
@@ -79,6 +86,7 @@ absl::Status Job::Restart(const std::string& reason) {
       SendStopRung(0);
       return absl::OkStatus();
     case JobState::kStopping:
+      hung_ = false;  // The person's restart wins over tpud's own hang handling.
       start_after_stop_ = true;
       return absl::OkStatus();
     case JobState::kBackoff:
@@ -90,14 +98,18 @@ absl::Status Job::Restart(const std::string& reason) {
   }
 }
 
-void Job::UpdateSpec(JobSpec spec) { spec_ = std::move(spec); }
-
 void Job::LaunchAttempt(const std::string& reason) {
   ++attempt_number_;
   ++attempts_total_;
   attempt_started_ = deps_.clock->Now();
+  hung_ = false;
+  maintenance_notice_ = false;
   absl::StatusOr<std::optional<CheckpointRef>> found = deps_.find_checkpoint(spec_.checkpoint);
   checkpoint_ = found.ok() ? *found : std::nullopt;
+  if (!incidents_.empty() && incidents_.back().open && checkpoint_) {
+    incidents_.back().checkpoint_step = checkpoint_->step;
+    PublishIncident();
+  }
   TransitionTo(JobState::kStarting, reason);
   if (!found.ok()) {
     ExitStatus status;
@@ -111,71 +123,48 @@ void Job::LaunchAttempt(const std::string& reason) {
     ExitStatus status;
     status.spawn_error = std::string(launched.status().message());
     last_exit_ = status;
+    CloseIncident(absl::StrCat("gave up: ", status.Describe()));
     TransitionTo(JobState::kFailed, status.Describe(), status);
     return;
   }
   attempt_ = std::move(*launched);
+  BeginAttemptWatch();
   timer_ = deps_.clock->RunAfter(ToNanos(spec_.start_seconds), [this] {
     timer_ = 0;
-    TransitionTo(JobState::kRunning,
-                 absl::StrCat("up for ", FormatSeconds(Seconds(spec_.start_seconds))));
+    OnRunning();
   });
+}
+
+void Job::OnRunning() {
+  TransitionTo(JobState::kRunning, absl::StrCat("up for ", FormatSeconds(Seconds(spec_.start_seconds))));
+  CloseIncident("restarted");
 }
 
 void Job::OnExit(const ExitStatus& status) {
   attempt_.reset();
   last_exit_ = status;
-  switch (state_) {
-    case JobState::kStopping:
-      TransitionTo(JobState::kStopped, absl::StrCat("stopped (", status.Describe(), ")"), status);
-      if (start_after_stop_) {
-        start_after_stop_ = false;
-        restarts_ = 0;
-        LaunchAttempt("restart requested");
-      }
-      return;
-    case JobState::kStarting:
-    case JobState::kRunning:
-      if (status.succeeded()) {
-        TransitionTo(JobState::kSucceeded,
-                     absl::StrCat("exited 0 after ", FormatSeconds(deps_.clock->Now() - attempt_started_)),
-                     status);
-      } else {
-        OnAttemptFailed(status);
-      }
-      return;
-    default:
-      SPDLOG_ERROR("job {}: exit in state {} ignored", spec_.name, JobStateName(state_));
+  if (state_ == JobState::kStopping && !hung_) {
+    EndAttemptWatch();
+    TransitionTo(JobState::kStopped, absl::StrCat("stopped (", status.Describe(), ")"), status);
+    if (start_after_stop_) {
+      start_after_stop_ = false;
+      restarts_ = 0;
+      LaunchAttempt("restart requested");
+    }
+    return;
   }
-}
-
-void Job::OnAttemptFailed(const ExitStatus& status) {
-  last_exit_ = status;
-  const Seconds uptime = deps_.clock->Now() - attempt_started_;
-  if (uptime.count() >= spec_.restart.reset_after_seconds) restarts_ = 0;
-  if (restarts_ >= spec_.restart.max_restarts) {
-    TransitionTo(JobState::kFailed,
-                 absl::StrCat("gave up after ", restarts_, " restart", restarts_ == 1 ? "" : "s",
-                              " (max_restarts ", spec_.restart.max_restarts, "): ", status.Describe()),
+  if (!IsActive(state_) || state_ == JobState::kBackoff) {
+    SPDLOG_ERROR("job {}: exit in state {} ignored", spec_.name, JobStateName(state_));
+    return;
+  }
+  if (status.succeeded() && !hung_ && !maintenance_notice_) {
+    EndAttemptWatch();
+    TransitionTo(JobState::kSucceeded,
+                 absl::StrCat("exited 0 after ", FormatSeconds(deps_.clock->Now() - attempt_started_)),
                  status);
     return;
   }
-  ScheduleRestart(status, FailureCause(status));
-}
-
-void Job::ScheduleRestart(const ExitStatus& status, const std::string& cause) {
-  ++restarts_;
-  ++restarts_by_reason_[cause];
-  const Seconds delay = BackoffDelay(spec_.restart, restarts_, deps_.random());
-  backoff_until_ = deps_.clock->Now() + std::chrono::duration_cast<std::chrono::nanoseconds>(delay);
-  const std::string what = absl::StrCat(status.Describe(), "; restart ", restarts_, "/",
-                                        spec_.restart.max_restarts);
-  TransitionTo(JobState::kBackoff, absl::StrCat(what, " in ", FormatSeconds(delay)), status);
-  timer_ = deps_.clock->RunAfter(std::chrono::duration_cast<std::chrono::nanoseconds>(delay),
-                                 [this, what] {
-                                   timer_ = 0;
-                                   LaunchAttempt(what);
-                                 });
+  OnAttemptFailed(status);
 }
 
 void Job::SendStopRung(std::size_t rung) {
@@ -219,8 +208,6 @@ void Job::TransitionTo(JobState next, std::string reason, std::optional<ExitStat
   deps_.listener->OnJobEvent(event);
 }
 
-void Job::OnOutputLine(std::string_view line) { deps_.listener->OnJobOutput(spec_.name, line); }
-
 LaunchSpec Job::BuildLaunchSpec() const {
   LaunchSpec launch;
   launch.job = spec_.name;
@@ -256,9 +243,14 @@ JobSnapshot Job::Snapshot() const {
   s.checkpoint = checkpoint_;
   const SteadyTime now = deps_.clock->Now();
   if (attempt_) s.uptime = now - attempt_started_;
-  if (state_ == JobState::kBackoff) s.backoff_remaining = std::max(Seconds(0), Seconds(backoff_until_ - now));
+  if (state_ == JobState::kBackoff && timer_ != 0) {
+    s.backoff_remaining = std::max(Seconds(0), Seconds(backoff_until_ - now));
+  }
   s.attempts_total = attempts_total_;
   s.restarts_by_reason = restarts_by_reason_;
+  s.failures_by_class = failures_by_class_;
+  if (!incidents_.empty()) s.last_incident = incidents_.back();
+  if (progress_) s.last_step = progress_->last_step();
   s.log_path = deps_.log_dir / (spec_.name + ".log");
   s.spec = spec_;
   if (s.spec.working_dir.empty()) s.spec.working_dir = deps_.default_working_dir;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -10,10 +11,13 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/checkpoint/checkpoint.h"
+#include "daemon/classify/classifier.h"
 #include "daemon/common/clock.h"
 #include "daemon/config/config.h"
 #include "daemon/launch/launcher.h"
+#include "daemon/supervisor/incident.h"
 #include "daemon/supervisor/job_state.h"
+#include "daemon/supervisor/progress.h"
 
 namespace tpud {
 
@@ -45,7 +49,10 @@ struct JobSnapshot {
   Seconds uptime{0};
   Seconds backoff_remaining{0};
   std::int64_t attempts_total = 0;
-  std::map<std::string, std::int64_t> restarts_by_reason;  // "exit_code", "signal", ...
+  std::map<std::string, std::int64_t> restarts_by_reason;  // By failure class: "crash", "hang", ...
+  std::map<std::string, std::int64_t> failures_by_class;   // Every failed attempt, restarted or not.
+  std::optional<Incident> last_incident;                  // The newest one, open or closed.
+  std::optional<std::int64_t> last_step;                   // From the progress regex, this attempt.
   std::filesystem::path log_path;
   JobSpec spec;
 };
@@ -56,6 +63,8 @@ class JobListener {
   virtual ~JobListener() = default;
   virtual void OnJobEvent(const JobEvent& event) = 0;
   virtual void OnJobOutput(const std::string& job, std::string_view line) = 0;
+  // An incident opened, or changed (closed, checkpoint step learned).
+  virtual void OnIncident(const Incident& incident) {}
 };
 
 // What a Job needs from the outside; all must outlive the Job.
@@ -69,6 +78,11 @@ struct JobDeps {
   std::function<double()> random;
   std::filesystem::path log_dir;              // The job logs to log_dir/NAME.log.
   std::filesystem::path default_working_dir;  // When the spec has none.
+  // Calls `on_change` (on the loop) when the file's mtime advances, until the
+  // returned handle is destroyed. Null: heartbeat files are not watched.
+  std::function<std::shared_ptr<void>(const std::filesystem::path&, std::function<void()>)> watch_file;
+  // Whether a maintenance event or preemption notice is in force. Null: never.
+  std::function<bool()> maintenance_active;
 };
 
 // Thread-safety: not thread-safe; every call, and every callback it receives
@@ -88,9 +102,16 @@ class Job final : public AttemptObserver {
   absl::Status Restart(const std::string& reason);
   // Replaces the spec; it applies from the next attempt on.
   void UpdateSpec(JobSpec spec);
+  // A maintenance event or preemption notice (`what`, e.g. "maintenance-event
+  // TERMINATE_ON_HOST_MAINTENANCE"): sends checkpoint_signal to a live attempt
+  // so it can save; its exit then counts as a preemption, not a failure.
+  void OnMaintenanceNotice(const std::string& what);
+  // The notice is over: a job waiting for it starts its next attempt.
+  void OnMaintenanceOver();
 
   JobSnapshot Snapshot() const;
   JobState state() const { return state_; }
+  const std::deque<Incident>& incidents() const { return incidents_; }
   const JobSpec& spec() const { return spec_; }
 
   // AttemptObserver.
@@ -100,10 +121,23 @@ class Job final : public AttemptObserver {
  private:
   void TransitionTo(JobState next, std::string reason, std::optional<ExitStatus> exit = {});
   void LaunchAttempt(const std::string& reason);
+  void BeginAttemptWatch();
+  void EndAttemptWatch();
+  void OnRunning();
   void OnAttemptFailed(const ExitStatus& status);
-  void ScheduleRestart(const ExitStatus& status, const std::string& cause);
+  Classification ClassifyFailure(const ExitStatus& status) const;
+  bool RepeatsLastFailure(const Incident& incident) const;
+  void ScheduleRestart(const ExitStatus& status, const Incident& incident);
+  void WaitForMaintenance(const ExitStatus& status);
+  void GiveUp(const ExitStatus& status, const std::string& why);
   void SendStopRung(std::size_t rung);
   void CancelTimer();
+  void ArmHangTimer();
+  void OnHangTimer();
+  void OnProgressEvent(bool counted);
+  Incident& OpenIncident(const ExitStatus& status, const Classification& failure);
+  void CloseIncident(const std::string& outcome);
+  void PublishIncident();
   LaunchSpec BuildLaunchSpec() const;
 
   JobSpec spec_;
@@ -122,6 +156,21 @@ class Job final : public AttemptObserver {
   std::optional<CheckpointRef> checkpoint_;
   std::int64_t attempts_total_ = 0;
   std::map<std::string, std::int64_t> restarts_by_reason_;
+  std::map<std::string, std::int64_t> failures_by_class_;
+
+  // Failure classification and hang detection for the current attempt.
+  std::shared_ptr<const FailureClassifier> classifier_;
+  std::optional<AttemptScanner> scanner_;
+  std::optional<ProgressTracker> progress_;
+  std::shared_ptr<void> heartbeat_watch_;
+  Clock::TimerId hang_timer_ = 0;
+  std::optional<SteadyTime> hang_deadline_;  // What hang_timer_ is armed for.
+  bool hung_ = false;               // tpud stopped this attempt because it hung.
+  bool maintenance_notice_ = false;  // The checkpoint signal went to this attempt.
+  std::string maintenance_what_;
+
+  std::deque<Incident> incidents_;  // Newest last, bounded.
+  SteadyTime incident_started_;     // Steady time of the open incident's start.
 };
 
 // Replaces {checkpoint} and {step} in each of `args`.

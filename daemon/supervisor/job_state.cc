@@ -16,7 +16,7 @@ const Transition kTransitions[] = {
     {S::kStarting, {S::kRunning, S::kBackoff, S::kStopping, S::kSucceeded, S::kFailed}},
     {S::kRunning, {S::kBackoff, S::kStopping, S::kSucceeded, S::kFailed}},
     {S::kBackoff, {S::kStarting, S::kStopped, S::kFailed}},
-    {S::kStopping, {S::kStopped}},
+    {S::kStopping, {S::kStopped, S::kBackoff, S::kFailed}},
     {S::kSucceeded, {S::kStarting}},
     {S::kFailed, {S::kStarting}},
 };

@@ -25,7 +25,7 @@ const char* JobStateName(JobState state);
 //   starting  -> running | backoff | stopping | succeeded | failed
 //   running   -> backoff | stopping | succeeded | failed
 //   backoff   -> starting | stopped | failed
-//   stopping  -> stopped
+//   stopping  -> stopped | backoff | failed   (the latter two when tpud itself stopped a hung attempt)
 //   succeeded -> starting
 //   failed    -> starting
 bool IsAllowedTransition(JobState from, JobState to);

@@ -9,6 +9,10 @@
 
 namespace tpud {
 
+const std::string& NumberedEvent::job() const {
+  return std::visit([](const auto& e) -> const std::string& { return e.job; }, event);
+}
+
 Supervisor::Supervisor(Clock& clock, Launcher& launcher, Options options)
     : clock_(clock), launcher_(launcher), options_(std::move(options)), finder_(FindNewestCheckpoint) {
   auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
@@ -27,6 +31,10 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
   deps.listener = this;
   deps.find_checkpoint = [this](const CheckpointSpec& s) { return finder_(s); };
   deps.random = [this] { return random_(); };
+  deps.watch_file = [this](const std::filesystem::path& file, std::function<void()> on_change) {
+    return watch_file_ ? watch_file_(file, std::move(on_change)) : nullptr;
+  };
+  deps.maintenance_active = [this] { return maintenance_active(); };
   deps.log_dir = options_.log_dir;
   deps.default_working_dir = options_.state_dir;
   return std::make_unique<Job>(std::move(spec), std::move(deps));
@@ -116,11 +124,11 @@ void Supervisor::CheckStopAllDone() {
   std::exchange(stop_all_done_, nullptr)();
 }
 
-std::vector<JobEvent> Supervisor::EventHistory(const std::string& job, std::size_t max) const {
-  std::vector<JobEvent> out;
+std::vector<NumberedEvent> Supervisor::EventHistory(const std::string& job, std::size_t max) const {
+  std::vector<NumberedEvent> out;
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
     if (max != 0 && out.size() >= max) break;
-    if (job.empty() || it->job == job) out.push_back(*it);
+    if (job.empty() || it->job() == job) out.push_back(*it);
   }
   return {out.rbegin(), out.rend()};
 }
@@ -129,15 +137,45 @@ std::filesystem::path Supervisor::LogPath(const std::string& name) const {
   return options_.log_dir / (name + ".log");
 }
 
-void Supervisor::OnJobEvent(const JobEvent& event) {
-  JobEvent numbered = event;
-  numbered.sequence = next_sequence_++;
-  spdlog::info("job {}: {} -> {} (attempt {}): {}", event.job, JobStateName(event.from),
-               JobStateName(event.to), event.attempt, event.reason);
+void Supervisor::Record(const std::string& job, SupervisorEvent event) {
+  NumberedEvent numbered{next_sequence_++, std::move(event)};
   history_.push_back(numbered);
   while (history_.size() > options_.event_history) history_.pop_front();
-  events_.Publish(event.job, numbered, 1);
+  events_.Publish(job, numbered, 1);
+}
+
+void Supervisor::OnJobEvent(const JobEvent& event) {
+  JobEvent numbered = event;
+  numbered.sequence = next_sequence_;
+  spdlog::info("job {}: {} -> {} (attempt {}): {}", event.job, JobStateName(event.from),
+               JobStateName(event.to), event.attempt, event.reason);
+  Record(event.job, numbered);
   if (stop_all_done_ && !IsActive(event.to)) CheckStopAllDone();
+}
+
+void Supervisor::OnIncident(const Incident& incident) {
+  if (!incident.open) {
+    spdlog::info("job {}: incident {} closed: {} ({}), {}", incident.job, incident.id,
+                 FailureClassName(incident.failure.failure_class), incident.failure.rule, incident.outcome);
+  }
+  Record(incident.job, incident);
+}
+
+void Supervisor::OnMetadataChange(const std::string& key, const std::string& value) {
+  const bool notice = (key.ends_with("maintenance-event") && value != "NONE") ||
+                      (key.ends_with("preempted") && value == "TRUE");
+  const bool was_active = maintenance_active();
+  if (notice) {
+    maintenance_[key] = value;
+  } else {
+    maintenance_.erase(key);
+  }
+  spdlog::info("metadata {} = {}{}", key, value, notice ? ": notifying running jobs" : "");
+  if (notice) {
+    for (auto& [name, job] : jobs_) job->OnMaintenanceNotice(absl::StrCat(key, "=", value));
+  } else if (was_active && !maintenance_active()) {
+    for (auto& [name, job] : jobs_) job->OnMaintenanceOver();
+  }
 }
 
 void Supervisor::OnJobOutput(const std::string& job, std::string_view line) {

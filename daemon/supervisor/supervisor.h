@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,6 +14,14 @@
 #include "daemon/supervisor/job.h"
 
 namespace tpud {
+
+// What `tpuctl events` streams: state changes and incidents, in order.
+using SupervisorEvent = std::variant<JobEvent, Incident>;
+struct NumberedEvent {
+  std::int64_t sequence = 0;  // Daemon-wide, increasing.
+  SupervisorEvent event;
+  const std::string& job() const;
+};
 
 // Thread-safety: every method runs on the event loop thread (other threads go
 // through RunOnLoop), except events() and output(), which are thread-safe.
@@ -31,6 +40,7 @@ class Supervisor final : public JobListener {
 
   void SetCheckpointFinder(decltype(JobDeps::find_checkpoint) finder) { finder_ = std::move(finder); }
   void SetRandom(std::function<double()> random) { random_ = std::move(random); }
+  void SetFileWatcher(decltype(JobDeps::watch_file) watcher) { watch_file_ = std::move(watcher); }
 
   // Adds a configured job (stopped). AlreadyExists for a taken name.
   absl::Status AddJob(JobSpec spec);
@@ -50,33 +60,43 @@ class Supervisor final : public JobListener {
   // Stops every active job; calls `done` (on the loop) once none is active.
   void StopAll(const std::string& reason, std::function<void()> done);
 
+  // A GCE metadata value changed (instance/preempted, instance/maintenance-event):
+  // a notice sends every running job its checkpoint signal; its end restarts
+  // the jobs that waited for it.
+  void OnMetadataChange(const std::string& key, const std::string& value);
+  bool maintenance_active() const { return !maintenance_.empty(); }
+
   // Past events (oldest first) for `job` (empty: all), at most `max` (0: all).
-  std::vector<JobEvent> EventHistory(const std::string& job, std::size_t max) const;
+  std::vector<NumberedEvent> EventHistory(const std::string& job, std::size_t max) const;
   bool HasJob(const std::string& name) const { return jobs_.count(name) != 0; }
   std::filesystem::path LogPath(const std::string& name) const;
 
-  Fanout<JobEvent>& events() { return events_; }
+  Fanout<NumberedEvent>& events() { return events_; }
   Fanout<std::string>& output() { return output_; }
 
   // JobListener.
   void OnJobEvent(const JobEvent& event) override;
   void OnJobOutput(const std::string& job, std::string_view line) override;
+  void OnIncident(const Incident& incident) override;
 
  private:
   absl::StatusOr<Job*> Find(const std::string& name) const;
   std::unique_ptr<Job> MakeJob(JobSpec spec);
   void CheckStopAllDone();
+  void Record(const std::string& job, SupervisorEvent event);
 
   Clock& clock_;
   Launcher& launcher_;
   Options options_;
   decltype(JobDeps::find_checkpoint) finder_;
   std::function<double()> random_;
+  decltype(JobDeps::watch_file) watch_file_;
+  std::map<std::string, std::string> maintenance_;  // Metadata key -> value, while a notice is in force.
   std::map<std::string, std::unique_ptr<Job>> jobs_;
-  std::deque<JobEvent> history_;
+  std::deque<NumberedEvent> history_;
   std::int64_t next_sequence_ = 1;
   std::function<void()> stop_all_done_;
-  Fanout<JobEvent> events_;
+  Fanout<NumberedEvent> events_;
   Fanout<std::string> output_;
 };
 

@@ -37,6 +37,8 @@ class FakeLauncher final : public Launcher {
     last.observer->OnExit(status);
   }
   Launched& last() { return *launched.back(); }
+  // The newest attempt prints `line`.
+  void Print(std::string_view line) { launched.back()->observer->OnOutputLine(line); }
 
   std::vector<std::shared_ptr<Launched>> launched;
   absl::Status next_error = absl::OkStatus();  // Returned by the next Launch().

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -153,7 +154,7 @@ TEST_CASE("Config: absent keys take the documented defaults", "[config]") {
   CHECK(job.restart.backoff_jitter == 0.2);
   CHECK(job.restart.reset_after_seconds == 3600);
   CHECK(job.stop.grace_seconds == 30);
-  CHECK(job.stop.signals == std::vector<int>{15, 9});
+  CHECK(job.stop.signals == std::vector<int>{2, 15, 3, 9});  // SIGINT, SIGTERM, SIGQUIT, SIGKILL.
   CHECK(job.log.max_bytes == 50u << 20);
   CHECK(job.log.backups == 10);
 }
@@ -168,7 +169,7 @@ TEST_CASE("Config: unknown key names file, line and key", "[config]") {
   CHECK(LoadError(dir, "log_dir: /l\nsockt: /s\n") ==
         StrCat(file,
                ":2: sockt: unknown key, did you mean socket? (known: socket, state_dir, log_dir, "
-               "metrics, jobs_dir, jobs)"));
+               "metrics, jobs_dir, jobs, gce_metadata)"));
   CHECK(LoadError(dir, "metrics:\n  port: 1\n") ==
         StrCat(file, ":2: metrics.port: unknown key (known: listen)"));
   CHECK(LoadError(dir, "socket: /a\nsocket: /b\n") == StrCat(file, ":2: socket: duplicate key"));
@@ -345,7 +346,7 @@ TEST_CASE("Config: log.max_bytes takes integers and size strings", "[config]") {
   }
 }
 
-TEST_CASE("ParseJobSpec: errors name the source; relative paths use base_dir", "[config]") {
+TEST_CASE("ParseJobSpec: errors name the source, relative paths use base_dir", "[config]") {
   absl::StatusOr<JobSpec> spec = ParseJobSpec("name: a\ncommand: [a]\nworking_dir: w\n", "request", "/base");
   REQUIRE(spec.ok());
   CHECK(spec->working_dir == "/base/w");
@@ -415,6 +416,75 @@ TEST_CASE("Config: the repo's example config and job spec parse", "[config]") {
   CHECK(job->checkpoint.dir == "/mnt/checkpoints/example");
   CHECK(job->stop.signals == std::vector<int>{15, 9});
   CHECK(job->log.max_bytes == 50u << 20);
+}
+
+}  // namespace
+}  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Config: progress, failure_rules, checkpoint_signal and gce_metadata parse", "[config]") {
+  TempDir dir;
+  const DaemonConfig config = Load(dir, R"(gce_metadata: { enabled: "true", host: "127.0.0.1:8080" }
+jobs:
+  - name: t
+    command: [/bin/true]
+    checkpoint_signal: SIGUSR1
+    progress:
+      regex: 'step=(\d+)'
+      heartbeat_file: hb
+      startup_grace_seconds: 300
+      timeout_seconds: 60
+      learn_timeout: { safety_factor: 4, min_steps: 10 }
+    failure_rules:
+      - { match: 'NCCL_TIMEOUT', class: connection, action: restart, hint: 'check links' }
+)");
+  CHECK(config.gce_metadata.enabled == "true");
+  CHECK(config.gce_metadata.host == "127.0.0.1:8080");
+  REQUIRE(config.jobs.size() == 1);
+  const JobSpec& job = config.jobs[0];
+  CHECK(job.checkpoint_signal == SIGUSR1);
+  CHECK(job.progress.configured);
+  CHECK(job.progress.regex == "step=(\\d+)");
+  CHECK(job.progress.heartbeat_file == dir.path() / "hb");
+  CHECK(job.progress.startup_grace_seconds == 300);
+  CHECK(job.progress.timeout_seconds == 60);
+  CHECK(job.progress.learn_timeout);
+  CHECK(job.progress.safety_factor == 4);
+  CHECK(job.progress.min_steps == 10);
+  REQUIRE(job.failure_rules.size() == 1);
+  CHECK(job.failure_rules[0].match == "NCCL_TIMEOUT");
+  CHECK(job.failure_rules[0].failure_class == FailureClass::kConnection);
+  CHECK(job.failure_rules[0].action == RecoveryAction::kRestart);
+  CHECK(job.failure_rules[0].hint == "check links");
+  CHECK_FALSE(Load(dir, "jobs: [{name: u, command: [/bin/true]}]\n").jobs[0].progress.configured);
+}
+
+TEST_CASE("Config: bad failure rules and progress settings name file, line and key", "[config]") {
+  TempDir dir;
+  const std::string file = (dir.path() / "tpud.yaml").string();
+  CHECK(LoadError(dir, "jobs:\n  - name: t\n    command: [/bin/true]\n    failure_rules:\n"
+                       "      - { match: 'x', class: meltdown }\n") ==
+        file + ":5: jobs[0].failure_rules[0].class: unknown class \"meltdown\" (known: deadline_exceeded, "
+               "connection, preemption, device_busy, crash, hang, hbm_oom, user_error, hardware, "
+               "cpu_fallback, unknown)");
+  CHECK(LoadError(dir, "jobs:\n  - name: t\n    command: [/bin/true]\n    failure_rules:\n"
+                       "      - { match: 'x', action: pray }\n")
+            .find(":5: jobs[0].failure_rules[0].action: unknown action \"pray\"") != std::string::npos);
+  CHECK(LoadError(dir, "jobs:\n  - name: t\n    command: [/bin/true]\n    failure_rules:\n"
+                       "      - { match: '(unclosed' }\n")
+            .find("jobs[0].failure_rules[0].match: missing )") != std::string::npos);
+  CHECK(LoadError(dir, "jobs:\n  - name: t\n    command: [/bin/true]\n    progress:\n"
+                       "      regex: '(bad'\n")
+            .find(":5: jobs[0].progress.regex:") != std::string::npos);
+  CHECK(LoadError(dir, "jobs:\n  - name: t\n    command: [/bin/true]\n    progress:\n"
+                       "      timeout_seconds: -5\n")
+            .find(":5: jobs[0].progress.timeout_seconds:") != std::string::npos);
+  CHECK(LoadError(dir, "jobs:\n  - name: t\n    command: [/bin/true]\n    checkpoint_signal: SIGNOPE\n") ==
+        file + ":4: jobs[0].checkpoint_signal: unknown signal \"SIGNOPE\" (expected e.g. SIGTERM, TERM or 15)");
+  CHECK(LoadError(dir, "gce_metadata: { enabled: maybe }\n") ==
+        file + ":1: gce_metadata.enabled: expected auto, true or false, got \"maybe\"");
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+// A Job on a fake launcher, simulated time and a listener that records
+// everything, for the state machine's unit tests.
+#pragma once
+
+#include <csignal>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/supervisor/job.h"
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/fake_launcher.h"
+
+namespace tpud::testing {
+
+class RecordingListener final : public JobListener {
+ public:
+  void OnJobEvent(const JobEvent& event) override { events.push_back(event); }
+  void OnJobOutput(const std::string&, std::string_view line) override { lines.emplace_back(line); }
+  void OnIncident(const Incident& incident) override { incidents.push_back(incident); }
+  std::vector<Incident> incidents;
+  std::vector<JobState> States() const {
+    std::vector<JobState> out;
+    for (const JobEvent& e : events) out.push_back(e.to);
+    return out;
+  }
+  std::vector<JobEvent> events;
+  std::vector<std::string> lines;
+};
+
+struct Harness {
+  bool maintenance = false;  // What deps.maintenance_active reports.
+  FakeClock clock;
+  FakeLauncher launcher;
+  RecordingListener listener;
+  std::optional<CheckpointRef> checkpoint;
+  absl::Status checkpoint_error;  // Returned by the finder when not OK.
+  std::unique_ptr<Job> job;
+
+  explicit Harness(JobSpec spec = DefaultSpec()) {
+    JobDeps deps;
+    deps.clock = &clock;
+    deps.launcher = &launcher;
+    deps.listener = &listener;
+    deps.find_checkpoint = [this](const CheckpointSpec&) -> absl::StatusOr<std::optional<CheckpointRef>> {
+      if (!checkpoint_error.ok()) return checkpoint_error;
+      return checkpoint;
+    };
+    deps.random = [] { return 0.0; };  // No jitter: delays are exact.
+    deps.log_dir = "/logs";
+    deps.default_working_dir = "/state";
+    deps.maintenance_active = [this] { return maintenance; };
+    job = std::make_unique<Job>(std::move(spec), std::move(deps));
+  }
+
+  static JobSpec DefaultSpec() {
+    JobSpec spec;
+    spec.name = "digits";
+    spec.command = {"/usr/bin/python3", "train.py"};
+    spec.restart.max_restarts = 3;
+    spec.restart.backoff_initial_seconds = 1;
+    spec.restart.backoff_max_seconds = 5;
+    spec.restart.reset_after_seconds = 100;
+    spec.stop.grace_seconds = 10;
+    spec.stop.signals = {SIGTERM, SIGKILL};
+    spec.resume_args = {"--resume-from", "{checkpoint}", "--step={step}"};
+    return spec;
+  }
+};
+
+}  // namespace tpud::testing

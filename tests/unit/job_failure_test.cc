@@ -1,0 +1,223 @@
+// Failure classification, hang detection, restart budgets and maintenance
+// events in the job state machine, on a fake launcher and simulated time.
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "tests/fakes/job_harness.h"
+
+namespace tpud {
+namespace {
+
+using testing::Harness;
+
+JobSpec WithProgress(double grace, double timeout) {
+  JobSpec spec = Harness::DefaultSpec();
+  spec.progress.configured = true;
+  spec.progress.regex = R"(step=(\d+))";
+  spec.progress.startup_grace_seconds = grace;
+  spec.progress.timeout_seconds = timeout;
+  return spec;
+}
+
+TEST_CASE("Job: DeadlineExceededError is classified and restarted from the checkpoint", "[job][classify]") {
+  Harness h;
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(5);
+  h.launcher.Print("tensorflow.python.framework.errors_impl.DeadlineExceededError: Deadline Exceeded");
+  h.checkpoint = CheckpointRef{"/ckpt/ckpt-100.pt", 100};
+  h.launcher.Exit(1);
+  CHECK(h.job->state() == JobState::kBackoff);
+  const JobSnapshot s = h.job->Snapshot();
+  REQUIRE(s.last_incident.has_value());
+  CHECK(s.last_incident->failure.failure_class == FailureClass::kDeadlineExceeded);
+  CHECK(s.last_incident->failure.action == RecoveryAction::kResetAndRestart);
+  CHECK(s.last_incident->failure.matched_line.find("DeadlineExceededError") != std::string::npos);
+  CHECK(s.restarts_by_reason.at("deadline_exceeded") == 1);
+  CHECK(s.reason.find("deadline_exceeded") != std::string::npos);
+  h.clock.AdvanceSeconds(1);
+  REQUIRE(h.launcher.launched.size() == 2);
+  CHECK(h.launcher.last().spec.env.at("TPUD_CHECKPOINT_STEP") == "100");
+}
+
+TEST_CASE("Job: an HBM OOM fails after one attempt with the hint, without retrying", "[job][classify]") {
+  Harness h;
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Print("RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 17.5G of 15.48G hbm.");
+  h.launcher.Print("F0000 00:00:1717141650.893 1 check.cc:10] Check failed: ok");
+  h.launcher.Kill(SIGABRT);
+  CHECK(h.job->state() == JobState::kFailed);
+  CHECK(h.launcher.launched.size() == 1);
+  const JobSnapshot s = h.job->Snapshot();
+  CHECK(s.last_incident->failure.failure_class == FailureClass::kHbmOom);
+  CHECK_FALSE(s.last_incident->open);
+  CHECK(s.reason.find("hbm_oom") != std::string::npos);
+  CHECK(s.reason.find(s.last_incident->failure.hint) != std::string::npos);
+  h.clock.AdvanceSeconds(1000);
+  CHECK(h.launcher.launched.size() == 1);
+}
+
+TEST_CASE("Job: a user rule overrides the built-in rules", "[job][classify]") {
+  JobSpec spec = Harness::DefaultSpec();
+  spec.failure_rules.push_back(
+      {"NCCL_TIMEOUT", FailureClass::kConnection, RecoveryAction::kFail, "check the interconnect"});
+  Harness h(spec);
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Print("watchdog: NCCL_TIMEOUT after 1800s");
+  h.launcher.Exit(1);
+  CHECK(h.job->state() == JobState::kFailed);
+  CHECK(h.job->Snapshot().last_incident->failure.rule == "user:0");
+  CHECK(h.job->Snapshot().reason.find("check the interconnect") != std::string::npos);
+}
+
+TEST_CASE("Job: the same failure at the same step twice in a row is deterministic", "[job][classify]") {
+  Harness h(WithProgress(900, 600));
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Print("step=40 loss=0.5");
+  h.launcher.Exit(1);
+  REQUIRE(h.job->state() == JobState::kBackoff);
+  h.clock.AdvanceSeconds(1);
+  h.launcher.Print("step=40 loss=0.5");
+  h.launcher.Exit(1);
+  CHECK(h.job->state() == JobState::kFailed);
+  CHECK(h.job->Snapshot().reason.find("same step twice") != std::string::npos);
+  CHECK(h.launcher.launched.size() == 2);
+}
+
+TEST_CASE("Job: the same failure at a later step is restarted", "[job][classify]") {
+  Harness h(WithProgress(900, 600));
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Print("step=40");
+  h.launcher.Exit(1);
+  h.clock.AdvanceSeconds(1);
+  h.launcher.Print("step=80");
+  h.launcher.Exit(1);
+  CHECK(h.job->state() == JobState::kBackoff);
+}
+
+TEST_CASE("Job: a job silent past startup grace is a hang, stopped by the ladder and restarted", "[job][hang]") {
+  JobSpec spec = WithProgress(30, 10);
+  spec.stop.signals = {SIGINT, SIGKILL};
+  Harness h(spec);
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(29.5);
+  CHECK(h.job->state() == JobState::kRunning);
+  h.clock.AdvanceSeconds(0.5);  // The deadline: startup grace from the attempt start.
+  CHECK(h.job->state() == JobState::kStopping);
+  CHECK(h.job->Snapshot().reason.find("hang") != std::string::npos);
+  CHECK(h.launcher.last().signals == std::vector<int>{SIGINT});
+  h.launcher.Exit(130);
+  CHECK(h.job->state() == JobState::kBackoff);
+  const Incident& incident = *h.job->Snapshot().last_incident;
+  CHECK(incident.failure.failure_class == FailureClass::kHang);
+  CHECK(incident.failure.rule == "hang");
+  h.clock.AdvanceSeconds(1);
+  CHECK(h.launcher.launched.size() == 2);
+}
+
+TEST_CASE("Job: progress moves the hang deadline, silence after it is a hang at timeout", "[job][hang]") {
+  Harness h(WithProgress(900, 60));
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(100);
+  h.launcher.Print("step=1 loss=1.0");  // First progress: the deadline moves from 900 s to 160 s.
+  h.clock.AdvanceSeconds(50);
+  h.launcher.Print("compiling... (not progress)");
+  h.launcher.Print("step=2 loss=0.9");  // At 150 s: deadline 210 s.
+  h.clock.AdvanceSeconds(59);
+  CHECK(h.job->state() == JobState::kRunning);
+  h.clock.AdvanceSeconds(1);
+  CHECK(h.job->state() == JobState::kStopping);
+  h.launcher.Exit(130);
+  CHECK(h.job->Snapshot().last_incident->step_reached == 2);
+}
+
+TEST_CASE("Job: no progress section means no hang timeout", "[job][hang]") {
+  Harness h;
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(100000);
+  CHECK(h.job->state() == JobState::kRunning);
+}
+
+TEST_CASE("Job: a stop while tpud is stopping a hung attempt stops the job for good", "[job][hang]") {
+  Harness h(WithProgress(5, 5));
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(5);
+  REQUIRE(h.job->state() == JobState::kStopping);
+  REQUIRE(h.job->Stop("operator").ok());
+  h.launcher.Exit(130);
+  CHECK(h.job->state() == JobState::kStopped);
+  h.clock.AdvanceSeconds(100);
+  CHECK(h.launcher.launched.size() == 1);
+}
+
+TEST_CASE("Job: preemptions never count against max_restarts", "[job][budget]") {
+  JobSpec spec = Harness::DefaultSpec();
+  spec.restart.max_restarts = 1;
+  Harness h(spec);
+  REQUIRE(h.job->Start("test").ok());
+  for (int i = 0; i < 5; ++i) {
+    h.launcher.Print("This may be due to a preemption of a connected worker or parameter server.");
+    h.launcher.Exit(1);
+    REQUIRE(h.job->state() == JobState::kBackoff);
+    CHECK_FALSE(h.job->Snapshot().last_incident->counted);
+    h.clock.AdvanceSeconds(10);
+  }
+  CHECK(h.job->Snapshot().restarts == 0);
+  h.launcher.Exit(1);  // An ordinary failure uses the budget...
+  h.clock.AdvanceSeconds(10);
+  h.launcher.Exit(1);  // ...and the next one exhausts it.
+  CHECK(h.job->state() == JobState::kFailed);
+}
+
+TEST_CASE("Job: a maintenance notice sends the checkpoint signal, the exit waits out the event, uncounted", "[job][maintenance]") {
+  Harness h;
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(5);
+  h.maintenance = true;
+  h.job->OnMaintenanceNotice("instance/maintenance-event=TERMINATE_ON_HOST_MAINTENANCE");
+  CHECK(h.launcher.last().signals == std::vector<int>{SIGTERM});
+  h.launcher.Exit(143);
+  CHECK(h.job->state() == JobState::kBackoff);
+  const Incident incident = *h.job->Snapshot().last_incident;
+  CHECK(incident.failure.failure_class == FailureClass::kPreemption);
+  CHECK_FALSE(incident.counted);
+  h.clock.AdvanceSeconds(3600);
+  CHECK(h.launcher.launched.size() == 1);  // Still waiting.
+  h.maintenance = false;
+  h.job->OnMaintenanceOver();
+  CHECK(h.job->state() == JobState::kStarting);
+  CHECK(h.launcher.launched.size() == 2);
+  CHECK(h.job->Snapshot().restarts == 0);
+}
+
+TEST_CASE("Job: an incident records steps lost and downtime once the next attempt runs", "[job][incident]") {
+  Harness h(WithProgress(900, 600));
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Print("step=130");
+  h.checkpoint = CheckpointRef{"/ckpt/ckpt-100.pt", 100};
+  h.launcher.Kill(SIGKILL);
+  REQUIRE(h.listener.incidents.back().open);
+  h.clock.AdvanceSeconds(1.0);  // Backoff.
+  h.clock.AdvanceSeconds(1.0);  // start_seconds: the new attempt is running.
+  const Incident& closed = h.listener.incidents.back();
+  CHECK_FALSE(closed.open);
+  CHECK(closed.outcome == "restarted");
+  CHECK(closed.step_reached == 130);
+  CHECK(closed.checkpoint_step == 100);
+  CHECK(closed.steps_lost() == 30);
+  REQUIRE(closed.downtime.has_value());
+  CHECK(closed.downtime->count() == Approx(2.0));
+}
+
+TEST_CASE("Job: the default stop ladder is SIGINT, SIGTERM, SIGQUIT, SIGKILL", "[job][stop]") {
+  JobSpec spec = Harness::DefaultSpec();
+  spec.stop = StopPolicy{};
+  spec.stop.grace_seconds = 1;
+  Harness h(spec);
+  REQUIRE(h.job->Start("test").ok());
+  REQUIRE(h.job->Stop("test").ok());
+  h.clock.AdvanceSeconds(10);
+  CHECK(h.launcher.last().signals == std::vector<int>{SIGINT, SIGTERM, SIGQUIT, SIGKILL});
+}
+
+}  // namespace
+}  // namespace tpud
