@@ -15,7 +15,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libgrpc++1.51 libprotobuf32 libboost-filesystem1.74.0 libspdlog1.10 libyaml-cpp0.7 \
       libprometheus-cpp-pull1.0 libprometheus-cpp-core1.0 libre2-9 libcurl4 libsqlite3-0 libsystemd0 \
-      python3 ca-certificates \
+      python3 ca-certificates tini \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system tpud && useradd --system --gid tpud --home-dir /var/lib/tpud tpud \
  && install -d -o tpud -g tpud /run/tpud /var/lib/tpud /var/log/tpud /etc/tpud/jobs.d
@@ -26,4 +26,6 @@ USER tpud
 ENV TPUD_SOCKET=/run/tpud/tpud.sock
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s CMD ["/usr/bin/tpuctl", "status"]
-ENTRYPOINT ["/usr/bin/tpud", "--config", "/etc/tpud/tpud.yaml"]
+# tini as PID 1 reaps the job processes that tpud kills after their leader
+# exits (on a host, init does that).
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/bin/tpud", "--config", "/etc/tpud/tpud.yaml"]
