@@ -92,6 +92,23 @@ std::string SpecSource(const std::string& file) {
   return ec ? file : absolute.lexically_normal().string();
 }
 
+// The line `events` prints for one item, or nothing when the query filters
+// it out or this client does not know its kind.
+std::optional<std::string> RenderWatchItem(const tpud::v1::WatchEventsResponse& response,
+                                           const EventsQuery& query) {
+  using Item = tpud::v1::WatchEventsResponse;
+  switch (response.item_case()) {
+    case Item::kEvent:
+      if (query.incidents_only) return std::nullopt;
+      return query.json ? EventJson(response.event()) : FormatEventLine(response.event());
+    case Item::kIncident:
+      return query.json ? IncidentJson(response.incident())
+                        : FormatIncidentLine(response.incident());
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace
 
 tpud::v1::StartJobRequest ConfiguredStartRequest(const std::string& name) {
@@ -186,21 +203,21 @@ Result TailLogs(const Session& session, const std::string& job, int lines, bool 
   return ReadStream<tpud::v1::TailLogsResponse>(session, follow, start, print);
 }
 
-Result WatchEvents(const Session& session, const std::string& job, int history, bool follow,
-                   bool json) {
+Result WatchEvents(const Session& session, const EventsQuery& query) {
   tpud::v1::WatchEventsRequest request;
-  request.set_job(job);
-  request.set_history(history);
-  request.set_follow(follow);
+  request.set_job(query.job);
+  request.set_history(query.history);
+  request.set_follow(query.follow);
   auto start = [&](grpc::ClientContext* context) {
     return session.stub->WatchEvents(context, request);
   };
   auto print = [&](const tpud::v1::WatchEventsResponse& response) {
-    *session.out << (json ? EventJson(response.event()) : FormatEventLine(response.event()))
-                 << '\n';
+    const std::optional<std::string> line = RenderWatchItem(response, query);
+    if (!line) return Result::Ok();
+    *session.out << *line << '\n';
     return CheckOutput(session);
   };
-  return ReadStream<tpud::v1::WatchEventsResponse>(session, follow, start, print);
+  return ReadStream<tpud::v1::WatchEventsResponse>(session, query.follow, start, print);
 }
 
 Result ShowDaemonInfo(const Session& session, bool json) {

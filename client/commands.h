@@ -60,11 +60,21 @@ Result ShowStatus(const Session& session, const std::optional<std::string>& name
 // (which returns Ok); without, the stream is bounded by `timeout`.
 Result TailLogs(const Session& session, const std::string& job, int lines, bool follow);
 
-// WatchEvents for `job` (empty: all jobs), `history` past events (0: all the
-// daemon kept): one FormatEventLine, or EventJson with `json`, per line.
-// `follow` as for TailLogs.
-Result WatchEvents(const Session& session, const std::string& job, int history, bool follow,
-                   bool json);
+// What `tpuctl events` asks the daemon for and which of its items it prints.
+struct EventsQuery {
+  std::string job;              // Empty: all jobs.
+  int history = 0;              // Past items first (0: all the daemon kept).
+  bool follow = false;          // As for TailLogs.
+  bool json = false;            // JSON lines instead of text lines.
+  bool incidents_only = false;  // Skip state changes (filtered here, so `history`
+                                // counts both kinds).
+};
+
+// WatchEvents: one line per item as it arrives, FormatEventLine for a state
+// change and FormatIncidentLine for an incident update (EventJson /
+// IncidentJson with `json`). Items of a kind this client does not know are
+// skipped.
+Result WatchEvents(const Session& session, const EventsQuery& query);
 
 // GetDaemonInfo as FormatDaemonInfo, or DaemonInfoJson with `json`.
 Result ShowDaemonInfo(const Session& session, bool json);

@@ -9,20 +9,89 @@
 #include <filesystem>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include "client/format_internal.h"
 
 namespace tpud::client {
-namespace {
 
-using json = nlohmann::ordered_json;
 using tpud::v1::Checkpoint;
 using tpud::v1::ExitInfo;
-using tpud::v1::JobEvent;
 using tpud::v1::JobState;
 using tpud::v1::JobStatus;
 
+namespace internal {
+
+std::string OrNone(const std::string& text) { return text.empty() ? std::string(kNone) : text; }
+
+// Protobuf strings may hold any bytes; never let the JSON writer throw on
+// invalid UTF-8 (it is replaced by U+FFFD).
+std::string Dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+bool IsSpawnFailure(const ExitInfo& exit) { return exit.signal() == 0 && exit.code() < 0; }
+
+Json ExitJson(const ExitInfo& exit) {
+  const bool exited_normally = exit.exited() && exit.signal() == 0 && exit.code() >= 0;
+  const bool signaled = exit.exited() && exit.signal() != 0;
+  Json out = {{"exited", exit.exited()}, {"code", nullptr}, {"signal", nullptr},
+              {"signal_name", nullptr}, {"description", exit.description()}};
+  if (exited_normally) out["code"] = exit.code();
+  if (signaled) {
+    out["signal"] = exit.signal();
+    out["signal_name"] = exit.signal_name();
+  }
+  return out;
+}
+
+Json TimeJson(std::int64_t unix_ms) {
+  return unix_ms > 0 ? Json(FormatUtcTime(unix_ms)) : Json(nullptr);
+}
+
+std::string DescribeExit(const ExitInfo& exit) {
+  if (!exit.exited()) return std::string(kNone);
+  return exit.description().empty() ? FormatLastExit(exit) : exit.description();
+}
+
+Json CheckpointJson(const Checkpoint& checkpoint) {
+  Json out = {{"path", nullptr}, {"step", nullptr}};
+  if (checkpoint.found() && !checkpoint.path().empty()) out["path"] = checkpoint.path();
+  if (checkpoint.found() && checkpoint.step() >= 0) out["step"] = checkpoint.step();
+  return out;
+}
+
+Json KnownOrNull(std::int64_t value) { return value >= 0 ? Json(value) : Json(nullptr); }
+
+void AddField(std::string& out, std::string_view key, std::string_view value) {
+  constexpr std::size_t kKeyWidth = 13;
+  std::string label = std::string(key) + ":";
+  label.resize(std::max(kKeyWidth, label.size() + 1), ' ');
+  out += label;
+  out += value;
+  out += '\n';
+}
+
+std::string ExitWords(const ExitInfo& exit) {
+  if (!exit.exited()) return "";
+  if (exit.signal() != 0) {
+    return " signal=" +
+           (exit.signal_name().empty() ? std::to_string(exit.signal()) : exit.signal_name());
+  }
+  return IsSpawnFailure(exit) ? "" : " code=" + std::to_string(exit.code());
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::AddField;
+using internal::CheckpointJson;
+using internal::Dump;
+using internal::IsSpawnFailure;
+using internal::Json;
+using internal::kNone;
+using internal::OrNone;
+
 constexpr std::string_view kStatePrefix = "JOB_STATE_";
-constexpr std::string_view kNone = "-";
 
 std::string Join(const google::protobuf::RepeatedPtrField<std::string>& words) {
   std::string joined;
@@ -38,60 +107,32 @@ bool HasUptime(JobState state) {
          state == tpud::v1::JOB_STATE_STOPPING;
 }
 
-// A spawn failure ended no process: neither an exit code nor a signal.
-bool IsSpawnFailure(const ExitInfo& exit) { return exit.signal() == 0 && exit.code() < 0; }
-
-json ExitJson(const ExitInfo& exit) {
-  const bool exited_normally = exit.exited() && exit.signal() == 0 && exit.code() >= 0;
-  const bool signaled = exit.exited() && exit.signal() != 0;
-  json out = {{"exited", exit.exited()}, {"code", nullptr}, {"signal", nullptr},
-              {"signal_name", nullptr}, {"description", exit.description()}};
-  if (exited_normally) out["code"] = exit.code();
-  if (signaled) {
-    out["signal"] = exit.signal();
-    out["signal_name"] = exit.signal_name();
-  }
-  return out;
-}
-
-json CheckpointJson(const Checkpoint& checkpoint) {
-  json out = {{"path", nullptr}, {"step", nullptr}};
-  if (checkpoint.found() && !checkpoint.path().empty()) out["path"] = checkpoint.path();
-  if (checkpoint.found() && checkpoint.step() >= 0) out["step"] = checkpoint.step();
-  return out;
-}
-
-json TimeJson(std::int64_t unix_ms) {
-  return unix_ms > 0 ? json(FormatUtcTime(unix_ms)) : json(nullptr);
-}
-
-json JobObject(const JobStatus& job) {
+Json JobObject(const JobStatus& job) {
+  using internal::TimeJson;
   return {{"name", job.name()},
           {"state", StateName(job.state())},
-          {"pid", job.pid() != 0 ? json(job.pid()) : json(nullptr)},
+          {"pid", job.pid() != 0 ? Json(job.pid()) : Json(nullptr)},
           {"attempt", job.attempt()},
           {"restarts", job.restarts()},
           {"max_restarts", job.max_restarts()},
-          {"last_exit", ExitJson(job.last_exit())},
+          {"last_exit", internal::ExitJson(job.last_exit())},
           {"checkpoint", CheckpointJson(job.checkpoint())},
           {"reason", job.reason()},
           {"uptime_seconds", job.uptime_seconds()},
           {"backoff_remaining_seconds", job.backoff_remaining_seconds()},
-          {"command", json(std::vector<std::string>(job.command().begin(), job.command().end()))},
+          {"command", Json(std::vector<std::string>(job.command().begin(), job.command().end()))},
           {"working_dir", job.working_dir()},
           {"origin", job.origin()},
           {"log_path", job.log_path()},
           {"state_since", TimeJson(job.state_since_unix_ms())},
-          {"state_since_unix_ms", job.state_since_unix_ms()}};
+          {"state_since_unix_ms", job.state_since_unix_ms()},
+          {"last_step", internal::KnownOrNull(job.last_step())},
+          {"failures_by_class", internal::FailuresByClassJson(job)},
+          {"last_failure", job.has_last_incident() ? internal::IncidentObject(job.last_incident())
+                                                   : Json(nullptr)}};
 }
 
-// Protobuf strings may hold any bytes; never let the JSON writer throw on
-// invalid UTF-8 (it is replaced by U+FFFD).
-std::string Dump(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-using Row = std::array<std::string, 9>;
+using Row = std::array<std::string, 10>;
 
 Row TableRow(const JobStatus& job) {
   return {job.name(),
@@ -100,8 +141,9 @@ Row TableRow(const JobStatus& job) {
           std::to_string(job.attempt()),
           std::to_string(job.restarts()) + "/" + std::to_string(job.max_restarts()),
           HasUptime(job.state()) ? FormatUptime(job.uptime_seconds()) : std::string(kNone),
+          job.last_step() >= 0 ? std::to_string(job.last_step()) : std::string(kNone),
           FormatCheckpoint(job.checkpoint()),
-          FormatLastExit(job.last_exit()),
+          internal::LastExitCell(job),
           job.reason()};
 }
 
@@ -125,16 +167,6 @@ std::string RenderRows(const std::vector<Row>& rows) {
   return out;
 }
 
-// Appends "key:" padded to a fixed width, the value and a newline.
-void AddField(std::string& out, std::string_view key, std::string_view value) {
-  constexpr std::size_t kKeyWidth = 13;
-  std::string label = std::string(key) + ":";
-  label.resize(std::max(kKeyWidth, label.size() + 1), ' ');
-  out += label;
-  out += value;
-  out += '\n';
-}
-
 std::string DetailCheckpoint(const Checkpoint& checkpoint) {
   std::string text = FormatCheckpoint(checkpoint);
   if (checkpoint.found() && checkpoint.step() >= 0 && !checkpoint.path().empty()) {
@@ -147,11 +179,6 @@ std::string DetailState(const JobStatus& job) {
   std::string text = StateName(job.state());
   if (job.state_since_unix_ms() > 0) text += " since " + FormatUtcTime(job.state_since_unix_ms());
   return text;
-}
-
-std::string DetailLastExit(const ExitInfo& exit) {
-  if (!exit.exited()) return std::string(kNone);
-  return exit.description().empty() ? FormatLastExit(exit) : exit.description();
 }
 
 }  // namespace
@@ -222,7 +249,7 @@ std::string FormatLastExit(const ExitInfo& exit) {
 }
 
 std::string FormatStatusTable(const std::vector<JobStatus>& jobs) {
-  std::vector<Row> rows = {{"NAME", "STATE", "PID", "ATTEMPT", "RESTARTS", "UPTIME",
+  std::vector<Row> rows = {{"NAME", "STATE", "PID", "ATTEMPT", "RESTARTS", "UPTIME", "STEP",
                             "CHECKPOINT", "LAST-EXIT", "REASON"}};
   for (const JobStatus& job : jobs) rows.push_back(TableRow(job));
   return RenderRows(rows);
@@ -232,7 +259,7 @@ std::string FormatJobDetail(const JobStatus& job) {
   std::string out;
   AddField(out, "name", job.name());
   AddField(out, "state", DetailState(job));
-  AddField(out, "reason", job.reason().empty() ? kNone : job.reason());
+  AddField(out, "reason", OrNone(job.reason()));
   AddField(out, "pid", job.pid() != 0 ? std::to_string(job.pid()) : std::string(kNone));
   AddField(out, "attempt", std::to_string(job.attempt()));
   AddField(out, "restarts",
@@ -241,12 +268,15 @@ std::string FormatJobDetail(const JobStatus& job) {
   if (job.state() == tpud::v1::JOB_STATE_BACKOFF) {
     AddField(out, "next attempt", "in " + FormatUptime(job.backoff_remaining_seconds()));
   }
+  if (job.last_step() >= 0) AddField(out, "step", std::to_string(job.last_step()));
   AddField(out, "checkpoint", DetailCheckpoint(job.checkpoint()));
-  AddField(out, "last exit", DetailLastExit(job.last_exit()));
-  AddField(out, "command", job.command().empty() ? std::string(kNone) : Join(job.command()));
-  AddField(out, "working dir", job.working_dir().empty() ? kNone : job.working_dir());
-  AddField(out, "origin", job.origin().empty() ? kNone : job.origin());
-  AddField(out, "log", job.log_path().empty() ? kNone : job.log_path());
+  AddField(out, "last exit", internal::DescribeExit(job.last_exit()));
+  if (job.failures_by_class_size() > 0) AddField(out, "failures", internal::FailureCounts(job));
+  AddField(out, "command", OrNone(Join(job.command())));
+  AddField(out, "working dir", OrNone(job.working_dir()));
+  AddField(out, "origin", OrNone(job.origin()));
+  AddField(out, "log", OrNone(job.log_path()));
+  internal::AddLastFailure(out, job);
   return out;
 }
 
@@ -263,42 +293,9 @@ std::string FormatJobLine(const JobStatus& job) {
 std::string JobJson(const JobStatus& job) { return Dump(JobObject(job)); }
 
 std::string JobsJson(const std::vector<JobStatus>& jobs) {
-  json array = json::array();
+  Json array = Json::array();
   for (const JobStatus& job : jobs) array.push_back(JobObject(job));
   return Dump(array);
-}
-
-std::string FormatEventLine(const JobEvent& event) {
-  std::string line = FormatUtcTime(event.time_unix_ms()) + " " + event.job() + " " +
-                     StateName(event.from()) + " -> " + StateName(event.to()) +
-                     " attempt=" + std::to_string(event.attempt());
-  if (event.checkpoint().found() && event.checkpoint().step() >= 0) {
-    line += " step=" + std::to_string(event.checkpoint().step());
-  }
-  const ExitInfo& exit = event.exit();
-  if (exit.exited() && exit.signal() != 0) {
-    line += " signal=" +
-            (exit.signal_name().empty() ? std::to_string(exit.signal()) : exit.signal_name());
-  } else if (exit.exited() && !IsSpawnFailure(exit)) {
-    line += " code=" + std::to_string(exit.code());
-  }
-  if (!event.reason().empty()) line += " " + event.reason();
-  return line;
-}
-
-std::string EventJson(const JobEvent& event) {
-  json out = {{"sequence", event.sequence()},
-              {"time", FormatUtcTime(event.time_unix_ms())},
-              {"time_unix_ms", event.time_unix_ms()},
-              {"job", event.job()},
-              {"from", StateName(event.from())},
-              {"to", StateName(event.to())},
-              {"attempt", event.attempt()},
-              {"reason", event.reason()},
-              {"exit", event.exit().exited() ? ExitJson(event.exit()) : json(nullptr)},
-              {"checkpoint", event.has_checkpoint() ? CheckpointJson(event.checkpoint())
-                                                    : json(nullptr)}};
-  return Dump(out);
 }
 
 std::string FormatDaemonInfo(const tpud::v1::GetDaemonInfoResponse& info,
@@ -310,18 +307,18 @@ std::string FormatDaemonInfo(const tpud::v1::GetDaemonInfoResponse& info,
            info.start_time_unix_ms() > 0 ? FormatUtcTime(info.start_time_unix_ms())
                                          : std::string(kNone));
   AddField(out, "socket", socket_path);
-  AddField(out, "metrics", info.metrics_address().empty() ? kNone : info.metrics_address());
-  AddField(out, "config", info.config_path().empty() ? kNone : info.config_path());
+  AddField(out, "metrics", OrNone(info.metrics_address()));
+  AddField(out, "config", OrNone(info.config_path()));
   return out;
 }
 
 std::string DaemonInfoJson(const tpud::v1::GetDaemonInfoResponse& info,
                            const std::string& socket_path) {
-  json out = {{"version", info.version()},
+  Json out = {{"version", info.version()},
               {"pid", info.pid()},
               {"metrics_address", info.metrics_address()},
               {"config_path", info.config_path()},
-              {"start_time", TimeJson(info.start_time_unix_ms())},
+              {"start_time", internal::TimeJson(info.start_time_unix_ms())},
               {"start_time_unix_ms", info.start_time_unix_ms()},
               {"socket", socket_path}};
   return Dump(out);

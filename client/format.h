@@ -1,12 +1,14 @@
 // Rendering of tpud API messages for people (tables, detail views, event lines)
 // and for scripts (JSON). Pure functions: no I/O, no clock, no daemon.
 //
-// This file's .cc is the only client file that includes nlohmann/json; the
-// JSON shapes below are a public contract of `tpuctl ... --json`.
+// Only the format*.cc files include nlohmann/json; the JSON shapes below are
+// a public contract of `tpuctl ... --json`.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpud/v1/tpud.pb.h"
@@ -34,17 +36,37 @@ std::string FormatCheckpoint(const tpud::v1::Checkpoint& checkpoint);
 // "exit 3", "SIGKILL" (or "signal 77" without a name), "spawn failed".
 std::string FormatLastExit(const tpud::v1::ExitInfo& exit);
 
+// A duration of downtime: "12.3s" under a minute (rounded to a tenth), else
+// as FormatUptime ("5m07s"). Negative or non-finite inputs give "0.0s".
+std::string FormatDowntime(double seconds);
+
+// An output line of a job made safe for a terminal and short: ANSI escape
+// sequences (ESC [ ... final byte) removed, other control characters (tab,
+// CR...) turned into spaces, surrounding blanks trimmed, and when longer than
+// `max_chars` code points (at least 4), cut to max_chars - 3 followed by
+// "...". Never splits a UTF-8 sequence. No quotes added.
+std::string FormatMatchedLine(std::string_view line, std::size_t max_chars);
+
 // An aligned table, one row per job, header first, each line ending in '\n':
-//   NAME  STATE  PID  ATTEMPT  RESTARTS  UPTIME  CHECKPOINT  LAST-EXIT  REASON
+//   NAME  STATE  PID  ATTEMPT  RESTARTS  UPTIME  STEP  CHECKPOINT  LAST-EXIT  REASON
 // Columns are left-aligned and separated by at least two spaces; the last
 // column (REASON) is not padded, so no line has trailing blanks. PID is "-"
 // when 0, RESTARTS is "restarts/max_restarts", UPTIME is "-" unless the job is
-// starting, running or stopping. An empty list gives the header alone.
+// starting, running or stopping, STEP is last_step ("-" when unknown).
+// LAST-EXIT is FormatLastExit, prefixed by the failure class when the last
+// incident is that exit's: "hbm_oom (exit 1)". An empty list gives the header
+// alone.
 std::string FormatStatusTable(const std::vector<tpud::v1::JobStatus>& jobs);
 
 // Several "key: value" lines describing one job in full (state and since
-// when, reason, pid, attempt and restarts, uptime or backoff left,
-// checkpoint with its path, last exit, command, working dir, origin, log).
+// when, reason, pid, attempt and restarts, uptime or backoff left, last step
+// when known, checkpoint with its path, last exit, failures by class when
+// any, command, working dir, origin, log), then, when the job has had an
+// incident, a "last failure:" block of indented "key: value" lines: incident
+// id/attempt/time, class, action, hint, the matched line (quoted, through
+// FormatMatchedLine to 100 characters; "-" when the exit status decided),
+// rule, exit, steps (reached, resumed from, lost), downtime, outcome, and
+// whether it counted against max_restarts.
 std::string FormatJobDetail(const tpud::v1::JobStatus& job);
 
 // The status line printed by start/stop/restart: "digits: running (pid 4242,
@@ -60,10 +82,14 @@ std::string FormatJobLine(const tpud::v1::JobStatus& job);
 //    "reason": str, "uptime_seconds": number,
 //    "backoff_remaining_seconds": number, "command": [str...],
 //    "working_dir": str, "origin": str, "log_path": str,
-//    "state_since": "2026-...Z"|null, "state_since_unix_ms": int}
+//    "state_since": "2026-...Z"|null, "state_since_unix_ms": int,
+//    "last_step": int|null, "failures_by_class": {"hbm_oom": int, ...},
+//    "last_failure": {..as IncidentJson without "type"..}|null}
 // last_exit.code is set only for a normal exit, signal/signal_name only when
 // killed by a signal; both are null before the first exit and for spawn
-// failures. checkpoint.step is null when unknown or none.
+// failures. checkpoint.step is null when unknown or none; last_step is null
+// when unknown; last_failure is null when the job never failed;
+// failures_by_class has its keys sorted ({} when none).
 std::string JobJson(const tpud::v1::JobStatus& job);
 
 // A JSON array of JobJson objects, in the given order ("[]" when empty).
@@ -76,13 +102,41 @@ std::string JobsJson(const std::vector<tpud::v1::JobStatus>& jobs);
 std::string FormatEventLine(const tpud::v1::JobEvent& event);
 
 // One compact JSON object per event (a JSON-lines record, no newline):
-//   {"sequence": int, "time": "2026-...Z", "time_unix_ms": int, "job": str,
+//   {"type": "transition", "sequence": int, "time": "2026-...Z",
+//    "time_unix_ms": int, "job": str,
 //    "from": "starting", "to": "running", "attempt": int, "reason": str,
 //    "exit": {..as last_exit..}|null, "checkpoint": {"path","step"}|null}
 // "exit" is null unless the event reports an ended attempt (exit.exited);
 // "checkpoint" is null unless the event carries one (transitions into
 // starting), and then has null path/step when none was found.
 std::string EventJson(const tpud::v1::JobEvent& event);
+
+// One line per incident update, without '\n', set apart from state changes
+// by "INCIDENT #id":
+//   "2026-11-21T10:00:00.123Z digits INCIDENT #2 attempt=3
+//    class=deadline_exceeded action=reset_and_restart code=1 step=1234
+//    resumed=1200 lost=34 downtime=12.3s restarted \"matched line\""
+// (one line). The exit part is as in FormatEventLine; step, resumed and lost
+// appear only when known. A closed incident shows downtime=FormatDowntime and
+// its outcome; an open one shows "open" (": outcome" when there is one) and
+// no downtime; the outcome goes through FormatMatchedLine to 60 characters. The matched line, when there is one, comes last, quoted,
+// through FormatMatchedLine to 100 characters.
+std::string FormatIncidentLine(const tpud::v1::Incident& incident);
+
+// One compact JSON object per incident update (no newline):
+//   {"type": "incident", "id": int, "time": "2026-...Z"|null,
+//    "time_unix_ms": int, "job": str, "attempt": int, "class": str,
+//    "action": str, "hint": str, "matched_line": str, "rule": str,
+//    "exit": {..as last_exit..}|null, "counted": bool,
+//    "step_reached": int|null, "checkpoint_step": int|null,
+//    "steps_lost": int|null, "downtime_seconds": number, "open": bool,
+//    "outcome": str}
+// matched_line is whole (not shortened) and "" when the exit status decided;
+// exit is null unless it reports an ended attempt; step_reached,
+// checkpoint_step and steps_lost are null when unknown (the API's -1);
+// downtime_seconds is what the daemon reports (0 while open, unless it sends
+// the time so far).
+std::string IncidentJson(const tpud::v1::Incident& incident);
 
 // "key: value" lines for `tpuctl info`; `socket_path` is where we connected.
 std::string FormatDaemonInfo(const tpud::v1::GetDaemonInfoResponse& info,

@@ -61,6 +61,7 @@ struct Options {
   std::string spec_file;            // start -f FILE.
   bool json = false;
   bool follow = false;
+  bool incidents_only = false;      // events --incidents.
   int lines = -1;                   // logs -n; < 0: the daemon's default.
   int history = 0;                  // events -n; 0: all the daemon kept.
   bool has_ad_hoc = false;          // A "--" was given...
@@ -105,10 +106,14 @@ void AddViewCommands(CLI::App& app, Options& options) {
   logs->add_flag("-f,--follow", options.follow, "Keep printing new output until Ctrl-C");
   logs->add_option("-n,--lines", options.lines, "Last N lines first (default 10)")
       ->type_name("N");
-  CLI::App* events = app.add_subcommand("events", "Print job state changes, one per line");
+  CLI::App* events =
+      app.add_subcommand("events", "Print job state changes and incidents, one per line");
   events->add_option("NAME", options.job, "Only this job")->type_name("");
   events->add_flag("-f,--follow", options.follow, "Keep printing new events until Ctrl-C");
-  events->add_flag("--json", options.json, "One JSON object per line");
+  events->add_flag("--json", options.json,
+                   "One JSON object per line, \"type\": \"transition\" or \"incident\"");
+  events->add_flag("--incidents", options.incidents_only,
+                   "Only incidents (failures and their recovery), not state changes");
   events->add_option("-n,--history", options.history, "Past events first (default: all kept)")
       ->type_name("N");
   CLI::App* info = app.add_subcommand("info", "Show the daemon's version, pid, metrics and config");
@@ -178,7 +183,8 @@ Result Dispatch(const std::string& command, const Options& options,
   if (command == "status") return ShowStatus(session, name, options.json);
   if (command == "logs") return TailLogs(session, options.job, options.lines, options.follow);
   if (command == "events") {
-    return WatchEvents(session, options.job, options.history, options.follow, options.json);
+    return WatchEvents(session, {options.job, options.history, options.follow, options.json,
+                                 options.incidents_only});
   }
   if (command == "info") return ShowDaemonInfo(session, options.json);
   return {kExitUsage, "unknown command " + command};

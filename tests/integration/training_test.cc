@@ -66,7 +66,7 @@ bool HasCheckpoint(const fs::path& dir) {
 // The event that started attempt `attempt`.
 json StartingEvent(const std::vector<json>& events, int attempt) {
   for (const json& event : events) {
-    if (event["to"] == "starting" && event["attempt"] == attempt) return event;
+    if (event.value("to", "") == "starting" && event["attempt"] == attempt) return event;
   }
   FAIL("no event into starting for attempt " << attempt);
   return {};
@@ -103,7 +103,7 @@ TEST_CASE("tpud: a training run killed with SIGKILL resumes from its newest chec
   CHECK(StartingEvent(events, 1)["checkpoint"]["step"].is_null());
   CHECK(StartingEvent(events, 2)["checkpoint"] == checkpoint);
   const auto backoff = std::find_if(events.begin(), events.end(),
-                                    [](const json& event) { return event["to"] == "backoff"; });
+                                    [](const json& event) { return event.value("to", "") == "backoff"; });
   REQUIRE(backoff != events.end());
   CHECK((*backoff)["exit"]["signal_name"] == "SIGKILL");
   CHECK_THAT(tpud.Logs("digits"),

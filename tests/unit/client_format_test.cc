@@ -45,6 +45,7 @@ JobStatus RunningJob() {
   job.set_origin("config:/etc/tpud/jobs.d/digits.yaml");
   job.set_log_path("/var/log/tpud/digits.log");
   job.set_state_since_unix_ms(kNov21At10);
+  job.set_last_step(340);
   return job;
 }
 
@@ -56,6 +57,7 @@ JobStatus StoppedJob() {
   job.set_max_restarts(3);
   job.mutable_checkpoint()->set_step(-1);
   job.set_reason("not started");
+  job.set_last_step(-1);
   return job;
 }
 
@@ -119,19 +121,19 @@ TEST_CASE("FormatStatusTable: aligned columns, '-' for what is missing", "[clien
   const std::vector<std::string> lines = Lines(FormatStatusTable({RunningJob(), StoppedJob()}));
   REQUIRE(lines.size() == 3);
   CHECK(lines[0] ==
-        "NAME                STATE    PID   ATTEMPT  RESTARTS  UPTIME  CHECKPOINT  LAST-EXIT  "
-        "REASON");
+        "NAME                STATE    PID   ATTEMPT  RESTARTS  UPTIME  STEP  CHECKPOINT  "
+        "LAST-EXIT  REASON");
   CHECK(lines[1] ==
-        "digits              running  4242  2        1/5       1h02m   step 300    SIGKILL    "
-        "resumed from step 300");
+        "digits              running  4242  2        1/5       1h02m   340   step 300    "
+        "SIGKILL    resumed from step 300");
   CHECK(lines[2] ==
-        "a-much-longer-name  stopped  -     0        0/3       -       -           -          "
-        "not started");
+        "a-much-longer-name  stopped  -     0        0/3       -       -     -           "
+        "-          not started");
 }
 
 TEST_CASE("FormatStatusTable: header only for no jobs, no trailing blanks", "[client]") {
   CHECK(FormatStatusTable({}) ==
-        "NAME  STATE  PID  ATTEMPT  RESTARTS  UPTIME  CHECKPOINT  LAST-EXIT  REASON\n");
+        "NAME  STATE  PID  ATTEMPT  RESTARTS  UPTIME  STEP  CHECKPOINT  LAST-EXIT  REASON\n");
   JobStatus no_reason = StoppedJob();
   no_reason.clear_reason();
   for (const std::string& line : Lines(FormatStatusTable({no_reason}))) {
@@ -146,7 +148,10 @@ TEST_CASE("FormatJobDetail: one field per line", "[client]") {
   CHECK_THAT(detail, Catch::Contains("last exit:   killed by SIGKILL\n"));
   CHECK_THAT(detail, Catch::Contains("command:     python3 train.py\n"));
   CHECK_THAT(detail, Catch::Contains("uptime:      1h02m\n"));
+  CHECK_THAT(detail, Catch::Contains("step:        340\n"));
+  CHECK_THAT(detail, !Catch::Contains("last failure:"));  // It never failed.
   CHECK_THAT(FormatJobDetail(StoppedJob()), !Catch::Contains("uptime:"));
+  CHECK_THAT(FormatJobDetail(StoppedJob()), !Catch::Contains("step:"));
 }
 
 TEST_CASE("FormatJobLine: what start/stop/restart print", "[client]") {
@@ -172,6 +177,9 @@ TEST_CASE("JobJson: the fields scripts read", "[client]") {
   CHECK(job["origin"] == "config:/etc/tpud/jobs.d/digits.yaml");
   CHECK(job["log_path"] == "/var/log/tpud/digits.log");
   CHECK(job["state_since"] == "2026-11-21T10:00:00.123Z");
+  CHECK(job["last_step"] == 340);
+  CHECK(job["last_failure"].is_null());
+  CHECK(job["failures_by_class"] == json::object());
 }
 
 TEST_CASE("JobJson: nulls for no pid, no exit yet and no checkpoint", "[client]") {
@@ -183,6 +191,7 @@ TEST_CASE("JobJson: nulls for no pid, no exit yet and no checkpoint", "[client]"
   CHECK(job["checkpoint"]["path"].is_null());
   CHECK(job["checkpoint"]["step"].is_null());
   CHECK(job["state_since"].is_null());
+  CHECK(job["last_step"].is_null());
 
   JobStatus exited = StoppedJob();
   exited.mutable_last_exit()->set_exited(true);
@@ -246,6 +255,7 @@ TEST_CASE("EventJson: one object per line with exit and checkpoint or null", "[c
   const std::string line = EventJson(crash);
   CHECK(line.find('\n') == std::string::npos);
   const json event = json::parse(line);
+  CHECK(event["type"] == "transition");
   CHECK(event["sequence"] == 7);
   CHECK(event["time"] == "2026-11-21T10:00:00.123Z");
   CHECK(event["time_unix_ms"] == kNov21At10);
