@@ -13,11 +13,17 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/app/attempt_recovery.h"
+#include "daemon/app/config_reloader.h"  // Issue 5: SIGHUP reload.
+#include "daemon/app/systemd_notify.h"   // Issue 5: sd_notify.
 #include "daemon/app/metadata_link.h"
 #include "daemon/common/asio_clock.h"
 #include "daemon/common/run_on_loop.h"
 #include "daemon/launch/local_launcher.h"
+#include "daemon/launch/shim_launcher.h"
 #include "daemon/metrics/metrics.h"
+#include "daemon/state/state_store.h"
+#include "daemon/rpc/control_server.h"  // Issue 5: socket access control, request limits.
 #include "daemon/rpc/service.h"
 #include "daemon/supervisor/heartbeat_watcher.h"
 #include "daemon/supervisor/supervisor.h"
@@ -70,10 +76,25 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   if (absl::Status s = ClaimSocketPath(config.socket); !s.ok()) return s;
   std::signal(SIGPIPE, SIG_IGN);  // A vanished client must not kill the daemon.
 
+  absl::StatusOr<std::unique_ptr<StateStore>> store = OpenSqliteStateStore(config.state_dir);
+  if (!store.ok()) return store.status();
+
   boost::asio::io_context io;
   AsioClock clock(io);
-  LocalLauncher launcher(io);
-  Supervisor supervisor(clock, launcher, {config.log_dir, config.state_dir});
+  std::unique_ptr<Launcher> launcher;
+  ShimLauncher* shim_launcher = nullptr;
+  if (config.launcher == "shim") {
+    auto shim = std::make_unique<ShimLauncher>(io, ShimLauncher::Options{config.state_dir, {}});
+    shim_launcher = shim.get();
+    launcher = std::move(shim);
+  } else {
+    launcher = std::make_unique<LocalLauncher>(io);
+  }
+  // Jobs run by the local launcher die with tpud's pipes: stop them first.
+  const bool stop_jobs_on_exit = config.stop_jobs_on_exit || shim_launcher == nullptr;
+  Supervisor supervisor(clock, *launcher, {config.log_dir, config.state_dir});
+  ServiceNotifier notifier(io, [&supervisor] { return SummarizeJobs(supervisor.List()); });  // Issue 5.
+  supervisor.SetStateStore(store->get());
   supervisor.SetFileWatcher([&io](const std::filesystem::path& file, std::function<void()> on_change) {
     auto watcher = HeartbeatWatcher::Start(io, file, std::move(on_change));
     if (!watcher.ok()) {
@@ -85,6 +106,9 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   for (const JobSpec& spec : config.jobs) {
     if (absl::Status s = supervisor.AddJob(spec); !s.ok()) return s;
   }
+  if (absl::Status s = supervisor.RestoreFromStore(); !s.ok()) return s;
+  supervisor.Resume(shim_launcher ? ReattachAttempts(*shim_launcher, supervisor, config.state_dir)
+                                  : Supervisor::Reattached{});
   MetadataLink metadata(config.gce_metadata, io, supervisor);
 
   std::unique_ptr<MetricsServer> metrics;
@@ -106,34 +130,39 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   DaemonInfo info{TpudVersion(), metrics ? metrics->address() : "", config.config_path.string(),
                   ToUnixMillis(clock.WallNow())};
   SupervisorService service(io, supervisor, info);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + config.socket.string(), grpc::InsecureServerCredentials());
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) return absl::UnavailableError(absl::StrCat("socket ", config.socket.string(), ": cannot listen"));
+  absl::StatusOr<std::unique_ptr<ControlServer>> control = ControlServer::Start(config, service);  // Issue 5.
+  if (!control.ok()) return control.status();
+  std::unique_ptr<ControlServer> server = *std::move(control);
   spdlog::info("tpud {} listening on unix:{} with {} job(s)", TpudVersion(), config.socket.string(),
                config.jobs.size());
+  ConfigReloader reloader(io, supervisor, config, notifier);  // Issue 5: SIGHUP reloads the config.
+  notifier.Ready();                                           // Issue 5: READY=1 once the socket listens.
 
-  // Shutdown: stop the jobs on the loop, then close the servers from another
-  // thread (their handlers may be waiting on the loop), then end the loop.
+  // Shutdown: (maybe) stop the jobs on the loop, then close the servers from
+  // another thread (their handlers may be waiting on the loop), then end the
+  // loop. Jobs under shims are left running for the next tpud to re-attach.
   std::thread closer;
+  const auto close_servers = [&] {
+    closer = std::thread([&] {
+      supervisor.events().CloseAll();
+      supervisor.output().CloseAll();
+      server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      loop_running->store(false);
+      io.stop();
+    });
+  };
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   std::function<void(const boost::system::error_code&, int)> on_signal =
       [&](const boost::system::error_code& ec, int signo) {
         if (ec) return;
         if (closer.joinable()) {
           spdlog::warn("{}: already shutting down", SignalName(signo));
-        } else {
+        } else if (stop_jobs_on_exit) {
           spdlog::info("{}: stopping all jobs, then exiting", SignalName(signo));
-          supervisor.StopAll(absl::StrCat("tpud received ", SignalName(signo)), [&] {
-            closer = std::thread([&] {
-              supervisor.events().CloseAll();
-              supervisor.output().CloseAll();
-              server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-              loop_running->store(false);
-              io.stop();
-            });
-          });
+          supervisor.StopAll(absl::StrCat("tpud received ", SignalName(signo)), close_servers);
+        } else {
+          spdlog::info("{}: exiting; jobs keep running under their shims", SignalName(signo));
+          close_servers();
         }
         signals.async_wait(on_signal);
       };

@@ -21,6 +21,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "daemon/config/limits.h"
+#include "daemon/config/socket_access.h"
 #include "daemon/config/validate.h"
 #include "daemon/config/yaml_reader.h"
 #include "daemon/launch/launcher.h"
@@ -32,8 +34,9 @@ namespace fs = std::filesystem;
 using absl::StrCat;
 using namespace config_internal;  // NOLINT: this file is the schema over the reader.
 
-constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",     "metrics",
-                                          "jobs_dir", "jobs",      "gce_metadata"};
+constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",      "metrics",
+                                          "jobs_dir", "jobs",      "gce_metadata", "launcher",
+                                          "stop_jobs_on_exit", "socket_group", "socket_mode"};
 constexpr absl::string_view kJobKeys[] = {"name",      "command",       "working_dir", "env",
                                           "autostart", "start_seconds", "checkpoint",  "resume_args",
                                           "restart",   "stop",          "log",         "progress",
@@ -67,10 +70,14 @@ void ReadSignals(Reader& r, const YAML::Node& stop, const std::string& path, std
 void ReadEnv(Reader& r, const YAML::Node& job, const std::string& path,
              std::map<std::string, std::string>* out) {
   const std::optional<YAML::Node> env = Section(r, job, path, "env", {});
+  std::size_t bytes = 0;  // Bounded: aliases could otherwise repeat one long value without end.
   for (const auto& pair : env.value_or(YAML::Node())) {
     const std::string key = Join(Join(path, "env"), pair.first.Scalar());
     if (!pair.second.IsScalar()) {
       return r.Fail(pair.first.Mark(), key, StrCat("expected a string, got ", Describe(pair.second)));
+    }
+    if ((bytes += pair.first.Scalar().size() + pair.second.Scalar().size() + 2) > kMaxExecBytes) {
+      return r.Fail(pair.first.Mark(), Join(path, "env"), StrCat("longer than ", kMaxExecBytes, " bytes in total"));
     }
     (*out)[pair.first.Scalar()] = pair.second.Scalar();
   }
@@ -258,6 +265,7 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
     if (r.ok() && path->empty()) r.Fail(Find(root, key).mark, key, "must not be empty");
     *path = Resolve(base, *path);
   }
+  ReadSocketAccess(r, root, config);
   if (const auto metrics = Section(r, root, "", "metrics", kMetricsKeys)) {
     Read(r, *metrics, "metrics", "listen", &config->metrics.listen);
     const std::string& listen = config->metrics.listen;
@@ -275,6 +283,12 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
              StrCat("expected auto, true or false, got \"", enabled, "\""));
     }
   }
+  Read(r, root, "", "launcher", &config->launcher);
+  if (r.ok() && config->launcher != "shim" && config->launcher != "local") {
+    r.Fail(Find(root, "launcher").mark, "launcher",
+           StrCat("expected shim or local, got \"", config->launcher, "\""));
+  }
+  Read(r, root, "", "stop_jobs_on_exit", &config->stop_jobs_on_exit);
   Read(r, root, "", "jobs_dir", &config->jobs_dir);
   config->jobs_dir = Resolve(base, config->jobs_dir);
   std::error_code ec;
@@ -358,6 +372,16 @@ absl::StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::st
       CatchYaml(source, [&] { return ParseJobDocument(yaml_text, source, base_dir, &node, &spec); });
   if (!status.ok()) return status;
   return spec;
+}
+
+std::string AdHocJobSpecYaml(const JobSpec& spec) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << spec.name;
+  out << YAML::Key << "command" << YAML::Value << YAML::Flow << spec.command;
+  if (!spec.working_dir.empty()) out << YAML::Key << "working_dir" << YAML::Value << spec.working_dir.string();
+  if (!spec.env.empty()) out << YAML::Key << "env" << YAML::Value << spec.env;
+  out << YAML::EndMap;
+  return out.c_str();
 }
 
 }  // namespace tpud

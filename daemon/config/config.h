@@ -25,6 +25,8 @@ struct CheckpointSpec {
   std::filesystem::path dir;  // Empty: the job has no checkpoints.
   CheckpointLayout layout = CheckpointLayout::kAuto;
   std::string pattern;        // layout: pattern — RE2 over entry names; group 1 is the step.
+
+  bool operator==(const CheckpointSpec&) const = default;  // For reload (daemon/app/reload.h).
 };
 
 struct RestartPolicy {
@@ -33,6 +35,8 @@ struct RestartPolicy {
   double backoff_max_seconds = 300;         // Cap of the doubling delay.
   double backoff_jitter = 0.2;              // Delay is scaled by a uniform factor in [1-j, 1].
   double reset_after_seconds = 3600;        // An attempt up this long resets the restart count.
+
+  bool operator==(const RestartPolicy&) const = default;  // For reload (daemon/app/reload.h).
 };
 
 struct StopPolicy {
@@ -41,6 +45,8 @@ struct StopPolicy {
   // its step, SIGTERM asks politely, SIGQUIT exits at once, SIGKILL cannot be
   // ignored (the troubleshooting guide's escalation).
   std::vector<int> signals = {2, 15, 3, 9};
+
+  bool operator==(const StopPolicy&) const = default;  // For reload (daemon/app/reload.h).
 };
 
 // The job spec's `progress:` section.
@@ -56,12 +62,16 @@ struct ProgressSpec {
   double safety_factor = 5;              // Learned timeout = safety_factor x longest interval.
   int min_steps = 20;                    // Intervals to observe before the learned value applies.
   bool configured = false;               // false: no `progress` section -> no hang timeout at all.
+
+  bool operator==(const ProgressSpec&) const = default;  // For reload (daemon/app/reload.h).
 };
 
 
 struct LogPolicy {
   std::uint64_t max_bytes = 50ull << 20;    // Rotate the job log past this size.
   int backups = 10;                         // Rotated files kept: NAME.log.1 .. NAME.log.N.
+
+  bool operator==(const LogPolicy&) const = default;  // For reload (daemon/app/reload.h).
 };
 
 struct JobSpec {
@@ -81,6 +91,8 @@ struct JobSpec {
   int checkpoint_signal = 15;                // Sent on a maintenance/preemption notice (SIGTERM,
                                              // as Cloud TPU Autocheckpoint does).
   std::string origin;                        // "config:FILE", "submitted:FILE", "adhoc".
+
+  bool operator==(const JobSpec&) const = default;  // For reload (daemon/app/reload.h).
 };
 
 struct MetricsConfig {
@@ -97,12 +109,24 @@ struct GceMetadataConfig {
 struct DaemonConfig {
   std::filesystem::path config_path;         // The file this was loaded from.
   std::filesystem::path socket = "/run/tpud/tpud.sock";
+  // Who may use the socket (daemon/rpc/peer_auth.h): root, the daemon's own
+  // uid, and members of socket_group (a name or a number; empty: the daemon's
+  // own group). socket_mode: permission bits of the socket file, octal in YAML.
+  std::string socket_group;
+  std::uint32_t socket_mode = 0660;
   std::filesystem::path state_dir = "/var/lib/tpud";
   std::filesystem::path log_dir = "/var/log/tpud";
   MetricsConfig metrics;
   std::filesystem::path jobs_dir;            // Optional directory of *.yaml job specs.
   std::vector<JobSpec> jobs;                 // Inline jobs, then jobs_dir's, in file name order.
   GceMetadataConfig gce_metadata;
+  // How attempts are run: "shim" (each under its own tpud-shim, so training
+  // outlives tpud restarts and upgrades) or "local" (children of tpud).
+  std::string launcher = "shim";
+  // Whether SIGTERM to tpud stops every job first. With the shim launcher the
+  // default leaves them running for the next tpud to re-attach; the local
+  // launcher always stops them (they cannot outlive tpud's pipes).
+  bool stop_jobs_on_exit = false;
 };
 
 // Loads tpud.yaml and the job specs of its jobs_dir. Relative paths in the file
@@ -120,6 +144,10 @@ absl::StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::st
 // name syntax, non-empty command, non-negative durations, known layouts.
 // The error names the key, e.g. "name: must match [a-z0-9][a-z0-9_.-]{0,62}, got \"Bad\"".
 absl::Status ValidateJobSpec(const JobSpec& spec);
+
+// A minimal YAML job spec (name, command, working_dir, env) for ad hoc jobs,
+// so they can be persisted and re-parsed like submitted ones.
+std::string AdHocJobSpecYaml(const JobSpec& spec);
 
 // "auto", "tensorflow", ...; and back (nullopt for an unknown name).
 const char* CheckpointLayoutName(CheckpointLayout layout);

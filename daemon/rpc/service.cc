@@ -64,8 +64,10 @@ grpc::Status SupervisorService::StartJob(grpc::ServerContext*, const v1::StartJo
   }
   absl::StatusOr<JobSpec> spec = SpecFromRequest(*req);
   if (!spec.ok()) return ToGrpcStatus(spec.status());
-  return Reply(RunOnLoop(io_, [&] { return supervisor_.SubmitAndStart(*spec, "submitted by tpuctl"); }),
-               resp);
+  // Kept so a restarted tpud can bring the job back.
+  const std::string yaml = req->has_ad_hoc() ? AdHocJobSpecYaml(*spec) : req->spec_yaml();
+  return Reply(
+      RunOnLoop(io_, [&] { return supervisor_.SubmitAndStart(*spec, "submitted by tpuctl", yaml); }), resp);
 }
 
 grpc::Status SupervisorService::StopJob(grpc::ServerContext*, const v1::StopJobRequest* req,

@@ -24,6 +24,11 @@ struct Incident {
   std::optional<Seconds> downtime;              // Failure -> next attempt running; unset while open.
   std::string outcome;        // "restarted", "gave up: ...", "stopped", "waiting for maintenance".
   bool open = true;
+  // The TPU reset made for it, if any (tpu.reset.backend).
+  std::string reset_backend;                    // "api", "gcloud", "local"; empty: none.
+  std::optional<Seconds> reset_duration;
+  std::string reset_result;                     // "ok", or the reset's error.
+  std::int64_t store_id = 0;                    // Its id in the state store; 0: not stored yet.
 
   // step_reached - checkpoint_step when both are known (steps redone after the restart).
   std::optional<std::int64_t> steps_lost() const {

@@ -109,9 +109,24 @@ class Job final : public AttemptObserver {
   // The notice is over: a job waiting for it starts its next attempt.
   void OnMaintenanceOver();
 
+  // What an earlier tpud knew: state, counters, incidents (oldest first).
+  // Emits no event: nothing changed, tpud only remembers. Call before Resume.
+  void Restore(JobState state, const std::string& reason, WallTime state_since, int attempt,
+               int restarts, std::int64_t attempts_total, std::map<std::string, std::int64_t> by_reason,
+               std::optional<ExitStatus> last_exit, std::deque<Incident> incidents);
+  // Carries on after Restore. `adopted` is the attempt re-attached through its
+  // shim (null when there was none): it runs on. A job that was starting,
+  // running or stopping with no attempt left lost it while tpud was down (a
+  // reboot): that is an incident, and the job restarts from its checkpoint.
+  // A job in backoff restarts after a fresh backoff delay.
+  void Resume(std::unique_ptr<Attempt> adopted, int adopted_attempt);
+  // The person's intent: true while the job should be running.
+  bool wants_running() const;
+
   JobSnapshot Snapshot() const;
   JobState state() const { return state_; }
   const std::deque<Incident>& incidents() const { return incidents_; }
+  std::deque<Incident>& mutable_incidents() { return incidents_; }
   const JobSpec& spec() const { return spec_; }
 
   // AttemptObserver.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/checkpoint/checkpoint.h"
+#include "daemon/supervisor/persistence.h"
 
 namespace tpud {
 
@@ -49,7 +50,8 @@ absl::Status Supervisor::AddJob(JobSpec spec) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::string& reason) {
+absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::string& reason,
+                                                       std::string spec_yaml) {
   const std::string name = spec.name;
   auto it = jobs_.find(name);
   if (it == jobs_.end()) {
@@ -60,14 +62,49 @@ absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::
   } else {
     it->second->UpdateSpec(std::move(spec));
   }
+  spec_yaml_[name] = std::move(spec_yaml);
   if (absl::Status s = it->second->Start(reason); !s.ok()) return s;
   return it->second->Snapshot();
 }
 
 void Supervisor::StartAutostartJobs() {
   for (auto& [name, job] : jobs_) {
-    if (job->spec().autostart && !IsActive(job->state())) (void)job->Start("autostart");
+    // A job an earlier tpud knew keeps the state it had (the person may have stopped it).
+    if (job->spec().autostart && !IsActive(job->state()) && restored_.count(name) == 0) {
+      (void)job->Start("autostart");
+    }
   }
+}
+
+Job* Supervisor::FindJob(const std::string& name) const {
+  auto it = jobs_.find(name);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+absl::Status Supervisor::ReplaceJobSpec(JobSpec spec) {
+  absl::StatusOr<Job*> job = Find(spec.name);
+  if (!job.ok()) return job.status();
+  spec_yaml_.erase(spec.name);  // Now the config's, not a submitted spec.
+  (*job)->UpdateSpec(std::move(spec));
+  PersistJob(**job);
+  return absl::OkStatus();
+}
+
+absl::Status Supervisor::RemoveJob(const std::string& name) {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", name, "\""));
+  if (IsActive(it->second->state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job \"", name, "\" is ", JobStateName(it->second->state()), "; stop it before removing it"));
+  }
+  jobs_.erase(it);
+  spec_yaml_.erase(name);
+  if (store_ != nullptr) {
+    if (absl::Status s = store_->DeleteJob(name); !s.ok()) {
+      spdlog::error("job {}: stored record not deleted: {}", name, std::string(s.message()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Job*> Supervisor::Find(const std::string& name) const {
@@ -150,6 +187,7 @@ void Supervisor::OnJobEvent(const JobEvent& event) {
   spdlog::info("job {}: {} -> {} (attempt {}): {}", event.job, JobStateName(event.from),
                JobStateName(event.to), event.attempt, event.reason);
   Record(event.job, numbered);
+  if (Job* job = FindJob(event.job)) PersistJob(*job);
   if (stop_all_done_ && !IsActive(event.to)) CheckStopAllDone();
 }
 
@@ -159,6 +197,7 @@ void Supervisor::OnIncident(const Incident& incident) {
                  FailureClassName(incident.failure.failure_class), incident.failure.rule, incident.outcome);
   }
   Record(incident.job, incident);
+  PersistIncident(incident);
 }
 
 void Supervisor::OnMetadataChange(const std::string& key, const std::string& value) {

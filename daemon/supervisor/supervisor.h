@@ -5,12 +5,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/supervisor/fanout.h"
+#include "daemon/state/state_store.h"
 #include "daemon/supervisor/job.h"
 
 namespace tpud {
@@ -42,11 +44,33 @@ class Supervisor final : public JobListener {
   void SetRandom(std::function<double()> random) { random_ = std::move(random); }
   void SetFileWatcher(decltype(JobDeps::watch_file) watcher) { watch_file_ = std::move(watcher); }
 
+  // Persists every job change and incident from now on; `store` must outlive
+  // the Supervisor. Without one, nothing survives a restart.
+  void SetStateStore(StateStore* store) { store_ = store; }
+  // Brings back what an earlier tpud stored: jobs submitted over the API
+  // (re-parsed from their saved spec), every job's state, counters and
+  // incidents. Call after adding the configured jobs, before Resume.
+  absl::Status RestoreFromStore();
+  // Re-attaches `attempts` (job name -> {attempt number, attempt}) and lets
+  // every job carry on: see Job::Resume.
+  using Reattached = std::map<std::string, std::pair<int, std::unique_ptr<Attempt>>>;
+  void Resume(Reattached attempts);
+
   // Adds a configured job (stopped). AlreadyExists for a taken name.
   absl::Status AddJob(JobSpec spec);
+  Job* FindJob(const std::string& name) const;
+  // Config reload (daemon/app/reload.h). ReplaceJobSpec: the job keeps its
+  // state, counters and current attempt; the new spec's command, env,
+  // working_dir, checkpoint, log and progress apply from its next attempt,
+  // its restart and stop policies from now. NotFound for an unknown name.
+  absl::Status ReplaceJobSpec(JobSpec spec);
+  // Forgets an inactive job (and its stored record). NotFound for an unknown
+  // name, FailedPrecondition while it is active.
+  absl::Status RemoveJob(const std::string& name);
   // Adds or replaces a submitted spec and starts it. FailedPrecondition when a
   // job of that name is active (stop it first).
-  absl::StatusOr<JobSnapshot> SubmitAndStart(JobSpec spec, const std::string& reason);
+  absl::StatusOr<JobSnapshot> SubmitAndStart(JobSpec spec, const std::string& reason,
+                                             std::string spec_yaml = "");
   // Starts every job with autostart: true.
   void StartAutostartJobs();
 
@@ -84,6 +108,8 @@ class Supervisor final : public JobListener {
   std::unique_ptr<Job> MakeJob(JobSpec spec);
   void CheckStopAllDone();
   void Record(const std::string& job, SupervisorEvent event);
+  void PersistJob(const Job& job);
+  void PersistIncident(const Incident& incident);
 
   Clock& clock_;
   Launcher& launcher_;
@@ -93,6 +119,9 @@ class Supervisor final : public JobListener {
   decltype(JobDeps::watch_file) watch_file_;
   std::map<std::string, std::string> maintenance_;  // Metadata key -> value, while a notice is in force.
   std::map<std::string, std::unique_ptr<Job>> jobs_;
+  StateStore* store_ = nullptr;
+  std::set<std::string> restored_;  // Jobs RestoreFromStore found a record for.
+  std::map<std::string, std::string> spec_yaml_;  // Submitted jobs: their spec, to persist.
   std::deque<NumberedEvent> history_;
   std::int64_t next_sequence_ = 1;
   std::function<void()> stop_all_done_;

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -131,6 +133,11 @@ nlohmann::json ParseJson(const std::string& text, const std::string& what) {
   }
 }
 
+std::size_t AppendBody(char* data, std::size_t size, std::size_t count, void* body) {
+  static_cast<std::string*>(body)->append(data, size * count);
+  return size * count;
+}
+
 std::string DescribeFailure(const std::vector<std::string>& args, const CommandResult& result) {
   std::string command = "tpuctl";
   for (const std::string& arg : args) command += " " + arg;
@@ -138,11 +145,16 @@ std::string DescribeFailure(const std::vector<std::string>& args, const CommandR
          (result.timed_out ? " (timed out)" : "") + ": " + result.err;
 }
 
-std::string ConfigYaml(const TempDir& dir, const std::string& jobs_yaml) {
+std::string ConfigYaml(const TempDir& dir, const std::string& jobs_yaml,
+                       const std::string& daemon_yaml) {
   std::string yaml = "socket: " + YamlQuote((dir / "tpud.sock").string()) + "\n" +
                      "state_dir: " + YamlQuote((dir / "state").string()) + "\n" +
                      "log_dir: " + YamlQuote((dir / "logs").string()) + "\n" +
                      "metrics:\n  listen: \"127.0.0.1:0\"\n";
+  if (!daemon_yaml.empty()) yaml += daemon_yaml + "\n";
+  // Tests end tpud with SIGTERM: stop its jobs too, so none outlives the test
+  // (tests of surviving a daemon restart SIGKILL tpud, or say otherwise).
+  if (daemon_yaml.find("stop_jobs_on_exit") == std::string::npos) yaml += "stop_jobs_on_exit: true\n";
   return yaml + (jobs_yaml.empty() ? "jobs: []\n" : "jobs:\n" + jobs_yaml + "\n");
 }
 
@@ -225,9 +237,35 @@ std::vector<std::string> Lines(const std::string& text) {
 
 std::string YamlQuote(const std::string& text) { return nlohmann::json(text).dump(); }
 
+HttpResult HttpGet(const std::string& url) {
+  HttpResult result;
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) {
+    result.error = "curl_easy_init failed";
+    return result;
+  }
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &result.body);
+  const CURLcode code = curl_easy_perform(curl);
+  if (code == CURLE_OK) {
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);
+  } else {
+    result.error = curl_easy_strerror(code);
+  }
+  curl_easy_cleanup(curl);
+  return result;
+}
+
 TpudProcess::TpudProcess(const TempDir& dir, const std::string& jobs_yaml, Seconds ready_timeout)
+    : TpudProcess(dir, jobs_yaml, "", ready_timeout) {}
+
+TpudProcess::TpudProcess(const TempDir& dir, const std::string& jobs_yaml,
+                         const std::string& daemon_yaml, Seconds ready_timeout)
     : socket_(dir / "tpud.sock"),
-      config_path_(dir.WriteFile("tpud.yaml", ConfigYaml(dir, jobs_yaml))),
+      config_path_(dir.WriteFile("tpud.yaml", ConfigYaml(dir, jobs_yaml, daemon_yaml))),
       stderr_path_(dir / "tpud.stderr") {
   BecomeSubreaper();
   FileActions actions;
