@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "daemon/supervisor/backoff.h"
 #include "daemon/supervisor/job_internal.h"
 
 namespace tpud {
@@ -51,6 +52,7 @@ absl::Status Job::Start(const std::string& reason) {
         absl::StrCat("job \"", spec_.name, "\" is already ", JobStateName(state_)));
   }
   restarts_ = 0;
+  preflight_failures_ = 0;
   start_after_stop_ = false;
   LaunchAttempt(reason);
   return absl::OkStatus();
@@ -99,6 +101,7 @@ absl::Status Job::Restart(const std::string& reason) {
 }
 
 void Job::LaunchAttempt(const std::string& reason) {
+  if (deps_.preflight && !PreflightPasses(reason)) return;
   ++attempt_number_;
   ++attempts_total_;
   attempt_started_ = deps_.clock->Now();
@@ -135,6 +138,45 @@ void Job::LaunchAttempt(const std::string& reason) {
   });
 }
 
+// Runs the preflight checks; false when they failed and the launch waits in
+// BACKOFF (for a TPU reset, or the backoff delay) before trying again.
+bool Job::PreflightPasses(const std::string& reason) {
+  const PreflightVerdict verdict = deps_.preflight(spec_);
+  if (verdict.status.ok()) {
+    preflight_failures_ = 0;
+    return true;
+  }
+  ++preflight_failures_;
+  const std::string why = absl::StrCat("preflight: ", verdict.status.message());
+  SPDLOG_WARN("job {}: {}", spec_.name, why);
+  if (verdict.reset_for && deps_.reset_tpu && preflight_failures_ == 1) {
+    DelayLaunch(absl::StrCat(why, "; resetting the TPU"));
+    const std::uint64_t generation = ++reset_generation_;
+    deps_.reset_tpu(TpuResetRequest{spec_.name, *verdict.reset_for, {}},
+                    [this, generation, reason](TpuResetResult) {
+                      if (generation != reset_generation_ || state_ != JobState::kBackoff || timer_ != 0) return;
+                      LaunchAttempt(reason);
+                    });
+    return false;
+  }
+  const Seconds delay = BackoffDelay(spec_.restart, preflight_failures_, deps_.random());
+  DelayLaunch(absl::StrCat(why, "; checking again in ", FormatSeconds(delay)));
+  backoff_until_ = deps_.clock->Now() + ToNanos(delay);
+  timer_ = deps_.clock->RunAfter(ToNanos(delay), [this, reason] {
+    timer_ = 0;
+    LaunchAttempt(reason);
+  });
+  return false;
+}
+
+// BACKOFF with `why`: a transition from any other state; in BACKOFF already,
+// the same state with a new reason and no timer.
+void Job::DelayLaunch(std::string why) {
+  if (state_ != JobState::kBackoff) return TransitionTo(JobState::kBackoff, std::move(why));
+  CancelTimer();
+  reason_ = std::move(why);
+}
+
 void Job::OnRunning() {
   TransitionTo(JobState::kRunning, absl::StrCat("up for ", FormatSeconds(Seconds(spec_.start_seconds))));
   CloseIncident("restarted");
@@ -145,6 +187,7 @@ void Job::OnExit(const ExitStatus& status) {
   last_exit_ = status;
   if (state_ == JobState::kStopping && !hung_) {
     EndAttemptWatch();
+    CloseIncident("stopped");  // Stopped before it was up: the last failure's recovery ends here.
     TransitionTo(JobState::kStopped, absl::StrCat("stopped (", status.Describe(), ")"), status);
     if (start_after_stop_) {
       start_after_stop_ = false;
@@ -159,6 +202,7 @@ void Job::OnExit(const ExitStatus& status) {
   }
   if (status.succeeded() && !hung_ && !maintenance_notice_) {
     EndAttemptWatch();
+    CloseIncident("restarted");  // Done before start_seconds: the restart still worked.
     TransitionTo(JobState::kSucceeded,
                  absl::StrCat("exited 0 after ", FormatSeconds(deps_.clock->Now() - attempt_started_)),
                  status);

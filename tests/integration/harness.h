@@ -70,6 +70,17 @@ std::vector<std::string> Lines(const std::string& text);
 // `text` as a YAML double-quoted scalar (JSON string syntax is valid YAML).
 std::string YamlQuote(const std::string& text);
 
+// An HTTP GET's outcome.
+struct HttpResult {
+  long status = 0;     // HTTP status; 0 when the request failed.
+  std::string body;
+  std::string error;   // curl's message when status is 0.
+};
+
+// GET `url` with libcurl, at most 10 s. Never throws for a failed request
+// (status 0 and `error` say why).
+HttpResult HttpGet(const std::string& url);
+
 // A running tpud with its config, socket, state and logs under `dir`.
 class TpudProcess {
  public:
@@ -80,6 +91,10 @@ class TpudProcess {
   // `ready_timeout` until `tpuctl status` answers.
   // Throws std::runtime_error, with tpud's stderr, when it exits or never answers.
   TpudProcess(const TempDir& dir, const std::string& jobs_yaml,
+              Seconds ready_timeout = Seconds(10));
+  // As above, with `daemon_yaml` (top-level keys at column 0, e.g.
+  // "gce_metadata: {enabled: \"true\"}") added to tpud.yaml before `jobs:`.
+  TpudProcess(const TempDir& dir, const std::string& jobs_yaml, const std::string& daemon_yaml,
               Seconds ready_timeout = Seconds(10));
   // Shutdown() if still running, then ends any job process tpud left behind
   // (KillOrphans); prints tpud's output when the test failed.

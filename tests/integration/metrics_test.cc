@@ -1,7 +1,5 @@
-// The Prometheus endpoint: scraped over HTTP (libcurl) from the address tpud
+// The Prometheus endpoint: scraped over HTTP (HttpGet, libcurl) from the address tpud
 // reports in `tpuctl info --json`, and checked with promtool.
-#include <curl/curl.h>
-
 #include <catch2/catch.hpp>
 #include <iostream>
 
@@ -12,37 +10,6 @@ namespace {
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-
-struct HttpResponse {
-  long status = 0;      // HTTP status; 0 when the request failed.
-  std::string body;
-  std::string error;    // curl's message when status is 0.
-};
-
-std::size_t AppendBody(char* data, std::size_t size, std::size_t count, void* body) {
-  static_cast<std::string*>(body)->append(data, size * count);
-  return size * count;
-}
-
-// GET `url`, at most 10 s.
-HttpResponse HttpGet(const std::string& url) {
-  HttpResponse response;
-  CURL* curl = curl_easy_init();
-  REQUIRE(curl != nullptr);
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
-  const CURLcode code = curl_easy_perform(curl);
-  if (code == CURLE_OK) {
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-  } else {
-    response.error = curl_easy_strerror(code);
-  }
-  curl_easy_cleanup(curl);
-  return response;
-}
 
 }  // namespace
 
@@ -60,7 +27,7 @@ TEST_CASE("tpud: /metrics on the reported address shows job states and passes pr
   REQUIRE_THAT(address, StartsWith("127.0.0.1:"));
   REQUIRE(address != "127.0.0.1:0");
 
-  const HttpResponse scrape = HttpGet("http://" + address + "/metrics");
+  const HttpResult scrape = HttpGet("http://" + address + "/metrics");
   INFO("curl: " << scrape.error);
   REQUIRE(scrape.status == 200);
   CHECK_THAT(scrape.body, Contains("tpud_job_state{job=\"ticker\",state=\"running\"} 1"));

@@ -208,6 +208,32 @@ TEST_CASE("Job: an incident records steps lost and downtime once the next attemp
   CHECK(closed.downtime->count() == Approx(2.0));
 }
 
+TEST_CASE("Job: an incident closes when the next attempt exits 0 or is stopped before it is up",
+          "[job][incident]") {
+  Harness h;
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Exit(1);
+  REQUIRE(h.listener.incidents.back().open);
+  h.clock.AdvanceSeconds(1.0);  // Backoff: attempt 2 is starting.
+  REQUIRE(h.job->state() == JobState::kStarting);
+  h.clock.AdvanceSeconds(0.25);
+  SECTION("exits 0") {
+    h.launcher.Exit(0);
+    CHECK(h.job->state() == JobState::kSucceeded);
+    CHECK_FALSE(h.listener.incidents.back().open);
+    CHECK(h.listener.incidents.back().outcome == "restarted");
+    REQUIRE(h.listener.incidents.back().downtime.has_value());
+    CHECK(h.listener.incidents.back().downtime->count() == Approx(1.25));
+  }
+  SECTION("stopped") {
+    REQUIRE(h.job->Stop("test").ok());
+    h.launcher.Kill(SIGINT);
+    CHECK(h.job->state() == JobState::kStopped);
+    CHECK_FALSE(h.listener.incidents.back().open);
+    CHECK(h.listener.incidents.back().outcome == "stopped");
+  }
+}
+
 TEST_CASE("Job: the default stop ladder is SIGINT, SIGTERM, SIGQUIT, SIGKILL", "[job][stop]") {
   JobSpec spec = Harness::DefaultSpec();
   spec.stop = StopPolicy{};
@@ -217,6 +243,42 @@ TEST_CASE("Job: the default stop ladder is SIGINT, SIGTERM, SIGQUIT, SIGKILL", "
   REQUIRE(h.job->Stop("test").ok());
   h.clock.AdvanceSeconds(10);
   CHECK(h.launcher.last().signals == std::vector<int>{SIGINT, SIGTERM, SIGQUIT, SIGKILL});
+}
+
+}  // namespace
+}  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Job: reset_and_restart resets the TPU first, then restarts and records the reset", "[job][reset]") {
+  testing::Harness h(testing::Harness::DefaultSpec(), /*with_tpu_reset=*/true);
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Print("DeadlineExceededError: Deadline Exceeded");
+  h.launcher.Exit(1);
+  REQUIRE(h.resets.size() == 1);
+  CHECK(h.resets[0].first.failure_class == FailureClass::kDeadlineExceeded);
+  CHECK(h.job->state() == JobState::kBackoff);
+  h.clock.AdvanceSeconds(600);  // No restart while the reset runs, however long.
+  CHECK(h.launcher.launched.size() == 1);
+  h.resets[0].second(TpuResetResult{true, "api", Seconds(42), absl::OkStatus()});
+  CHECK(h.job->Snapshot().last_incident->reset_backend == "api");
+  CHECK(h.job->Snapshot().last_incident->reset_duration->count() == 42);
+  CHECK(h.job->Snapshot().reason.find("TPU reset (api) done") != std::string::npos);
+  h.clock.AdvanceSeconds(1);
+  CHECK(h.launcher.launched.size() == 2);
+}
+
+TEST_CASE("Job: a stop during a TPU reset wins over the reset's restart", "[job][reset]") {
+  testing::Harness h(testing::Harness::DefaultSpec(), /*with_tpu_reset=*/true);
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Print("DeadlineExceededError: Deadline Exceeded");
+  h.launcher.Exit(1);
+  REQUIRE(h.job->Stop("operator").ok());
+  h.resets[0].second(TpuResetResult{true, "api", Seconds(1), absl::OkStatus()});
+  h.clock.AdvanceSeconds(100);
+  CHECK(h.job->state() == JobState::kStopped);
+  CHECK(h.launcher.launched.size() == 1);
 }
 
 }  // namespace
