@@ -117,7 +117,8 @@ std::string EventJson(const tpud::v1::JobEvent& event);
 //    class=deadline_exceeded action=reset_and_restart code=1 step=1234
 //    resumed=1200 lost=34 downtime=12.3s restarted \"matched line\""
 // (one line). The exit part is as in FormatEventLine; step, resumed and lost
-// appear only when known. A closed incident shows downtime=FormatDowntime and
+// appear only when known; a TPU reset made for it adds
+// " reset=BACKEND:DURATION:ok|failed" before the outcome. A closed incident shows downtime=FormatDowntime and
 // its outcome; an open one shows "open" (": outcome" when there is one) and
 // no downtime; the outcome goes through FormatMatchedLine to 60 characters. The matched line, when there is one, comes last, quoted,
 // through FormatMatchedLine to 100 characters.
@@ -130,7 +131,9 @@ std::string FormatIncidentLine(const tpud::v1::Incident& incident);
 //    "exit": {..as last_exit..}|null, "counted": bool,
 //    "step_reached": int|null, "checkpoint_step": int|null,
 //    "steps_lost": int|null, "downtime_seconds": number, "open": bool,
-//    "outcome": str}
+//    "outcome": str, "reset_backend": str|null,
+//    "reset_duration_seconds": number|null, "reset_result": str|null}
+// (the reset_* keys are null when no TPU reset was made for it)
 // matched_line is whole (not shortened) and "" when the exit status decided;
 // exit is null unless it reports an ended attempt; step_reached,
 // checkpoint_step and steps_lost are null when unknown (the API's -1);

@@ -76,7 +76,12 @@ std::string FormatIncidentLine(const Incident& incident) {
                      " attempt=" + std::to_string(incident.attempt()) +
                      " class=" + internal::OrNone(failure.failure_class()) +
                      " action=" + internal::OrNone(failure.action());
-  line += ExitWords(incident.exit()) + StepWords(incident) + OutcomeWords(incident);
+  line += ExitWords(incident.exit()) + StepWords(incident);
+  if (!incident.reset_backend().empty()) {
+    line += " reset=" + incident.reset_backend() + ":" + FormatDowntime(incident.reset_duration_seconds()) +
+            (incident.reset_result() == "ok" ? ":ok" : ":failed");
+  }
+  line += OutcomeWords(incident);
   const std::string matched = FormatMatchedLine(failure.matched_line(), kEventLineChars);
   if (!matched.empty()) line += " \"" + matched + "\"";
   return line;

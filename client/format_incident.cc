@@ -143,7 +143,18 @@ Json IncidentObject(const Incident& incident) {
           {"steps_lost", KnownOrNull(incident.steps_lost())},
           {"downtime_seconds", incident.downtime_seconds()},
           {"open", incident.open()},
-          {"outcome", incident.outcome()}};
+          {"outcome", incident.outcome()},
+          {"reset_backend", incident.reset_backend().empty() ? Json(nullptr) : Json(incident.reset_backend())},
+          {"reset_duration_seconds",
+           incident.reset_backend().empty() ? Json(nullptr) : Json(incident.reset_duration_seconds())},
+          {"reset_result", incident.reset_backend().empty() ? Json(nullptr) : Json(incident.reset_result())}};
+}
+
+std::string ResetSummary(const Incident& incident) {
+  if (incident.reset_backend().empty()) return "";
+  const std::string& result = incident.reset_result();
+  return incident.reset_backend() + " in " + FormatDowntime(incident.reset_duration_seconds()) +
+         (result == "ok" ? ", ok" : ", failed: " + FormatMatchedLine(result, kDetailLineChars));
 }
 
 Json FailuresByClassJson(const JobStatus& job) {
@@ -198,6 +209,7 @@ void AddLastFailure(std::string& out, const JobStatus& job) {
   AddSubField(out, "steps", DetailSteps(incident));
   AddSubField(out, "downtime", DetailDowntime(incident));
   AddSubField(out, "outcome", OrNone(incident.outcome()));
+  if (!incident.reset_backend().empty()) AddSubField(out, "tpu reset", ResetSummary(incident));
   AddSubField(out, "counted",
               incident.counted() ? "yes, against max_restarts" : "no, max_restarts untouched");
 }

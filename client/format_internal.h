@@ -54,6 +54,10 @@ bool IsSpawnFailure(const tpud::v1::ExitInfo& exit);
 // `events --json` (see IncidentJson in client/format.h).
 Json IncidentObject(const tpud::v1::Incident& incident);
 
+// The incident's TPU reset for the "last failure:" block: "api in 12.3s, ok",
+// "api in 0.2s, failed: <result>"; "" when none was made.
+std::string ResetSummary(const tpud::v1::Incident& incident);
+
 // failures_by_class as an object with its keys sorted: {"hbm_oom": 2, ...}.
 Json FailuresByClassJson(const tpud::v1::JobStatus& job);
 

@@ -12,6 +12,7 @@
 
 #include "client/commands.h"
 #include "client/connection.h"
+#include "client/tpu_commands.h"
 
 #ifndef TPUD_VERSION
 #define TPUD_VERSION "0.1.0-dev"
@@ -66,6 +67,7 @@ struct Options {
   int history = 0;                  // events -n; 0: all the daemon kept.
   bool has_ad_hoc = false;          // A "--" was given...
   std::vector<std::string> ad_hoc;  // ...followed by this argv.
+  std::string backend;              // reset-tpu --backend.
 };
 
 void AddGlobalOptions(CLI::App& app, Options& options) {
@@ -118,6 +120,19 @@ void AddViewCommands(CLI::App& app, Options& options) {
       ->type_name("N");
   CLI::App* info = app.add_subcommand("info", "Show the daemon's version, pid, metrics and config");
   info->add_flag("--json", options.json, "As a JSON object");
+}
+
+// Issue 4: the TPU.
+void AddTpuCommands(CLI::App& app, Options& options) {
+  app.add_subcommand("tpu", "Show the TPU node's state, health and symptoms, and recent resets")
+      ->add_flag("--json", options.json, "As a JSON object");
+  app.add_subcommand("reset-tpu", "Reset the TPU now and wait until it is done")
+      ->add_option("--backend", options.backend,
+                   "api, gcloud or local (default: the configured node backend, else local)")
+      ->type_name("B");
+  app.add_subcommand("doctor", "Check the TPU the way tpud does before each attempt, with fixes")
+      ->add_option("NAME", options.job, "Only this job")
+      ->type_name("");
 }
 
 std::string Chosen(const CLI::App& app) {
@@ -187,6 +202,9 @@ Result Dispatch(const std::string& command, const Options& options,
                                  options.incidents_only});
   }
   if (command == "info") return ShowDaemonInfo(session, options.json);
+  if (command == "tpu") return ShowTpu(session, options.json);
+  if (command == "reset-tpu") return ResetTpu(session, options.backend);
+  if (command == "doctor") return RunDoctor(session, options.job);
   return {kExitUsage, "unknown command " + command};
 }
 
@@ -222,6 +240,7 @@ int RunTpuctl(int argc, char** argv) {
   AddGlobalOptions(app, options);
   AddJobCommands(app, options);
   AddViewCommands(app, options);
+  AddTpuCommands(app, options);
   app.require_subcommand(0, 1);
   app.footer(kFooter);
   const std::vector<const char*> args = SplitAdHoc(argc, argv, options);

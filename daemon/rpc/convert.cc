@@ -85,6 +85,9 @@ void ToProto(const Incident& incident, v1::Incident* out) {
   out->set_downtime_seconds(incident.downtime ? incident.downtime->count() : 0);
   out->set_open(incident.open);
   out->set_outcome(incident.outcome);
+  out->set_reset_backend(incident.reset_backend);
+  out->set_reset_duration_seconds(incident.reset_duration ? incident.reset_duration->count() : 0);
+  out->set_reset_result(incident.reset_result);
 }
 
 void ToProto(const NumberedEvent& event, v1::WatchEventsResponse* out) {

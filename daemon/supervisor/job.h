@@ -67,6 +67,25 @@ class JobListener {
   virtual void OnIncident(const Incident& incident) {}
 };
 
+// A TPU reset asked for by a failed attempt (issue: reset the TPU).
+struct TpuResetRequest {
+  std::string job;
+  FailureClass failure_class = FailureClass::kUnknown;  // Picks the rung: local, node, start.
+  std::vector<int> spare_pgids;  // Process groups the reset must not signal.
+};
+struct TpuResetResult {
+  bool attempted = false;  // False: no backend, or nothing to do for this class.
+  std::string backend;     // "api", "gcloud", "local".
+  Seconds duration{0};
+  absl::Status status;     // Ok, or why the reset failed (the restart goes ahead anyway).
+};
+
+// The checks made right before each attempt (issue 4: preflight).
+struct PreflightVerdict {
+  absl::Status status;                    // OK: launch. Else why not, e.g. "node: node state PREEMPTED".
+  std::optional<FailureClass> reset_for;  // A TPU reset (reset_tpu, this class) that may fix it.
+};
+
 // What a Job needs from the outside; all must outlive the Job.
 struct JobDeps {
   Clock* clock = nullptr;
@@ -83,6 +102,16 @@ struct JobDeps {
   std::function<std::shared_ptr<void>(const std::filesystem::path&, std::function<void()>)> watch_file;
   // Whether a maintenance event or preemption notice is in force. Null: never.
   std::function<bool()> maintenance_active;
+  // Resets the TPU off the loop and calls `done` back on the loop. Null: no
+  // reset backend; reset_and_restart then just restarts.
+  std::function<void(const TpuResetRequest&, std::function<void(TpuResetResult)> done)> reset_tpu;
+  // Checks that the TPU is usable right before each attempt. A failing
+  // verdict puts the job in BACKOFF with the reason instead of launching (not
+  // counted against max_restarts): after a TPU reset when the verdict names
+  // one and reset_tpu is set (first failure in a row only), else after the
+  // restart backoff delay; then the checks run again. Called on the loop; must
+  // not block on the network. Null: no checks.
+  std::function<PreflightVerdict(const JobSpec&)> preflight;
 };
 
 // Thread-safety: not thread-safe; every call, and every callback it receives
@@ -136,6 +165,8 @@ class Job final : public AttemptObserver {
  private:
   void TransitionTo(JobState next, std::string reason, std::optional<ExitStatus> exit = {});
   void LaunchAttempt(const std::string& reason);
+  bool PreflightPasses(const std::string& reason);
+  void DelayLaunch(std::string why);
   void BeginAttemptWatch();
   void EndAttemptWatch();
   void OnRunning();
@@ -143,6 +174,7 @@ class Job final : public AttemptObserver {
   Classification ClassifyFailure(const ExitStatus& status) const;
   bool RepeatsLastFailure(const Incident& incident) const;
   void ScheduleRestart(const ExitStatus& status, const Incident& incident);
+  void ResetThenRestart(const ExitStatus& status, const Incident& incident);
   void WaitForMaintenance(const ExitStatus& status);
   void GiveUp(const ExitStatus& status, const std::string& why);
   void SendStopRung(std::size_t rung);
@@ -183,6 +215,8 @@ class Job final : public AttemptObserver {
   bool hung_ = false;               // tpud stopped this attempt because it hung.
   bool maintenance_notice_ = false;  // The checkpoint signal went to this attempt.
   std::string maintenance_what_;
+  std::uint64_t reset_generation_ = 0;  // Ignores a reset that finishes after the job moved on.
+  int preflight_failures_ = 0;          // Failed preflight checks in a row.
 
   std::deque<Incident> incidents_;  // Newest last, bounded.
   SteadyTime incident_started_;     // Steady time of the open incident's start.

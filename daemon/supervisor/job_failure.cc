@@ -133,7 +133,33 @@ void Job::OnAttemptFailed(const ExitStatus& status) {
                                        " (max_restarts ", spec_.restart.max_restarts, "): ",
                                        Summary(failure, status)));
   }
+  if (failure.action == RecoveryAction::kResetAndRestart && deps_.reset_tpu) {
+    return ResetThenRestart(status, incident);
+  }
   ScheduleRestart(status, incident);
+}
+
+// BACKOFF while the TPU is reset off the loop (minutes, for a node stop and
+// start); the restart follows whatever the reset's outcome, which the
+// incident records.
+void Job::ResetThenRestart(const ExitStatus& status, const Incident& incident) {
+  TpuResetRequest request;
+  request.job = spec_.name;
+  request.failure_class = incident.failure.failure_class;
+  const std::uint64_t generation = ++reset_generation_;
+  incidents_.back().outcome = "resetting the TPU";
+  PublishIncident();
+  TransitionTo(JobState::kBackoff, absl::StrCat(Summary(incident.failure, status), "; resetting the TPU"),
+               status);
+  deps_.reset_tpu(request, [this, generation, status](TpuResetResult result) {
+    if (generation != reset_generation_ || state_ != JobState::kBackoff || timer_ != 0) return;
+    if (!incidents_.empty() && incidents_.back().open && result.attempted) {
+      incidents_.back().reset_backend = result.backend;
+      incidents_.back().reset_duration = result.duration;
+      incidents_.back().reset_result = result.status.ok() ? "ok" : std::string(result.status.message());
+    }
+    ScheduleRestart(status, incidents_.back());
+  });
 }
 
 bool Job::RepeatsLastFailure(const Incident& incident) const {
@@ -154,14 +180,23 @@ void Job::ScheduleRestart(const ExitStatus& status, const Incident& incident) {
     budget = absl::StrCat("restart ", restarts_, "/", spec_.restart.max_restarts);
   }
   if (incident.failure.action == RecoveryAction::kResetAndRestart) {
-    budget += "; no TPU reset backend configured, restarting without a reset";
+    if (!deps_.reset_tpu) {
+      budget += "; no TPU reset backend configured, restarting without a reset";
+    } else if (!incident.reset_result.empty()) {
+      budget += absl::StrCat("; TPU reset (", incident.reset_backend, ") ",
+                             incident.reset_result == "ok" ? "done" : "failed: " + incident.reset_result);
+    }
   }
   const Seconds delay = BackoffDelay(spec_.restart, std::max(restarts_, 1), deps_.random());
   backoff_until_ = deps_.clock->Now() + ToNanos(delay);
   const std::string what = absl::StrCat(Summary(incident.failure, status), "; ", budget);
   incidents_.back().outcome = absl::StrCat("restarting in ", FormatSeconds(delay));
   PublishIncident();
-  TransitionTo(JobState::kBackoff, absl::StrCat(what, " in ", FormatSeconds(delay)), status);
+  if (state_ == JobState::kBackoff) {
+    reason_ = absl::StrCat(what, " in ", FormatSeconds(delay));  // After a reset: same state, new plan.
+  } else {
+    TransitionTo(JobState::kBackoff, absl::StrCat(what, " in ", FormatSeconds(delay)), status);
+  }
   timer_ = deps_.clock->RunAfter(ToNanos(delay), [this, what] {
     timer_ = 0;
     if (deps_.maintenance_active && deps_.maintenance_active()) return;  // OnMaintenanceOver resumes.

@@ -12,13 +12,14 @@ struct Transition {
 
 using S = JobState;
 const Transition kTransitions[] = {
-    {S::kStopped, {S::kStarting}},
+    // -> kBackoff from an inactive state: the preflight checks delay a start.
+    {S::kStopped, {S::kStarting, S::kBackoff}},
     {S::kStarting, {S::kRunning, S::kBackoff, S::kStopping, S::kSucceeded, S::kFailed}},
     {S::kRunning, {S::kBackoff, S::kStopping, S::kSucceeded, S::kFailed}},
     {S::kBackoff, {S::kStarting, S::kStopped, S::kFailed}},
     {S::kStopping, {S::kStopped, S::kBackoff, S::kFailed}},
-    {S::kSucceeded, {S::kStarting}},
-    {S::kFailed, {S::kStarting}},
+    {S::kSucceeded, {S::kStarting, S::kBackoff}},
+    {S::kFailed, {S::kStarting, S::kBackoff}},
 };
 
 }  // namespace

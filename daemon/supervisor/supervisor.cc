@@ -36,9 +36,27 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
     return watch_file_ ? watch_file_(file, std::move(on_change)) : nullptr;
   };
   deps.maintenance_active = [this] { return maintenance_active(); };
+  if (reset_tpu_) {
+    deps.reset_tpu = [this](const TpuResetRequest& request, std::function<void(TpuResetResult)> done) {
+      TpuResetRequest spared = request;
+      for (int pgid : AttemptProcessGroups()) spared.spare_pgids.push_back(pgid);
+      reset_tpu_(spared, std::move(done));
+    };
+  }
+  if (preflight_) {
+    deps.preflight = [this](const JobSpec& spec) { return preflight_(spec, AttemptProcessGroups()); };
+  }
   deps.log_dir = options_.log_dir;
   deps.default_working_dir = options_.state_dir;
   return std::make_unique<Job>(std::move(spec), std::move(deps));
+}
+
+std::vector<int> Supervisor::AttemptProcessGroups() const {
+  std::vector<int> pgids;
+  for (const auto& [name, job] : jobs_) {
+    if (const int pid = job->Snapshot().pid; pid > 0) pgids.push_back(pid);
+  }
+  return pgids;
 }
 
 absl::Status Supervisor::AddJob(JobSpec spec) {

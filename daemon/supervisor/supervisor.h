@@ -43,6 +43,18 @@ class Supervisor final : public JobListener {
   void SetCheckpointFinder(decltype(JobDeps::find_checkpoint) finder) { finder_ = std::move(finder); }
   void SetRandom(std::function<double()> random) { random_ = std::move(random); }
   void SetFileWatcher(decltype(JobDeps::watch_file) watcher) { watch_file_ = std::move(watcher); }
+  // Resets the TPU for jobs whose failure calls for it (JobDeps::reset_tpu,
+  // TpuRecovery in production); every request carries the process groups of
+  // all jobs' current attempts as spare_pgids. Call before adding or restoring
+  // jobs: a job keeps the deps it was made with. Unset: jobs restart without.
+  void SetTpuReset(decltype(JobDeps::reset_tpu) reset) { reset_tpu_ = std::move(reset); }
+  // The checks made before each attempt (JobDeps::preflight; TpuPreflight in
+  // production), given the process groups of all jobs' live attempts. Call
+  // before adding or restoring jobs, as SetTpuReset. Unset: no checks.
+  using Preflight = std::function<PreflightVerdict(const JobSpec&, const std::vector<int>& attempt_pgids)>;
+  void SetPreflight(Preflight preflight) { preflight_ = std::move(preflight); }
+  // The process groups of all jobs' current attempts (what a TPU reset spares).
+  std::vector<int> AttemptProcessGroups() const;
 
   // Persists every job change and incident from now on; `store` must outlive
   // the Supervisor. Without one, nothing survives a restart.
@@ -117,6 +129,8 @@ class Supervisor final : public JobListener {
   decltype(JobDeps::find_checkpoint) finder_;
   std::function<double()> random_;
   decltype(JobDeps::watch_file) watch_file_;
+  decltype(JobDeps::reset_tpu) reset_tpu_;
+  Preflight preflight_;
   std::map<std::string, std::string> maintenance_;  // Metadata key -> value, while a notice is in force.
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   StateStore* store_ = nullptr;

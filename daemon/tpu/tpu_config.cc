@@ -64,4 +64,19 @@ absl::Status ValidateTpuConfig(const TpuConfig& c) {
   return CheckLocal(c);
 }
 
+absl::Status ValidateTpuResetPolicy(const TpuResetPolicy& p) {
+  if (p.max_resets_per_hour < 0) {
+    return Bad("reset.max_resets_per_hour", absl::StrCat("must be >= 0, got ", p.max_resets_per_hour));
+  }
+  if (p.backoff_initial_seconds < 0) {
+    return Bad("reset.backoff_initial_seconds", absl::StrCat("must be >= 0, got ", p.backoff_initial_seconds));
+  }
+  if (p.backoff_max_seconds < p.backoff_initial_seconds) {
+    return Bad("reset.backoff_max_seconds",
+               absl::StrCat("must be >= backoff_initial_seconds (", p.backoff_initial_seconds, "), got ",
+                            p.backoff_max_seconds));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpud

@@ -41,10 +41,35 @@ struct TpuConfig {
   std::vector<int> stop_signals = {SIGTERM, SIGKILL};  // local: sent to each holder in order...
   double stop_grace_seconds = 10;                      // ...waiting this long after each for it to exit.
   double local_poll_interval_seconds = 0.1;            // local: between checks that holders are gone.
+
+  bool operator==(const TpuConfig&) const = default;  // For config reload.
 };
 
 // OK, or InvalidArgument naming the first bad key as "tpu.<key>: <reason>".
 // Does not resolve the node, project or zone (that needs the environment).
 absl::Status ValidateTpuConfig(const TpuConfig& config);
+
+// `tpu.reset:` beyond the backend: how often tpud resets the TPU on its own
+// (daemon/tpu/tpu_recovery.h). Resets by hand (`tpuctl reset-tpu`) count
+// against the budget but are never refused by it.
+struct TpuResetPolicy {
+  int max_resets_per_hour = 6;           // Automatic resets (node or local) in any 3600 s window.
+  double backoff_initial_seconds = 60;   // Wait after a reset before the next one, doubling...
+  double backoff_max_seconds = 900;      // ...with each reset in the window, up to this.
+
+  bool operator==(const TpuResetPolicy&) const = default;
+};
+
+// OK, or InvalidArgument as "tpu.reset.<key>: <reason>".
+absl::Status ValidateTpuResetPolicy(const TpuResetPolicy& policy);
+
+// `tpu.preflight:`: the checks before each attempt (daemon/tpu/tpu_checks.h),
+// made when a reset backend is configured.
+struct TpuPreflightPolicy {
+  bool enabled = true;
+  bool require_devices = false;  // A missing device file (device_globs) fails the check.
+
+  bool operator==(const TpuPreflightPolicy&) const = default;
+};
 
 }  // namespace tpud

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <csignal>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,7 +39,14 @@ struct Harness {
   absl::Status checkpoint_error;  // Returned by the finder when not OK.
   std::unique_ptr<Job> job;
 
-  explicit Harness(JobSpec spec = DefaultSpec()) {
+  // TPU resets the job asked for, each with the callback that finishes it.
+  std::vector<std::pair<TpuResetRequest, std::function<void(TpuResetResult)>>> resets;
+  // The preflight verdicts to give, one per launch, in order; OK once used
+  // up. Only with `with_tpu_reset` (JobDeps::preflight is then set).
+  std::deque<PreflightVerdict> preflight_verdicts;
+  int preflight_calls = 0;
+
+  explicit Harness(JobSpec spec = DefaultSpec(), bool with_tpu_reset = false) {
     JobDeps deps;
     deps.clock = &clock;
     deps.launcher = &launcher;
@@ -51,6 +59,18 @@ struct Harness {
     deps.log_dir = "/logs";
     deps.default_working_dir = "/state";
     deps.maintenance_active = [this] { return maintenance; };
+    if (with_tpu_reset) {
+      deps.reset_tpu = [this](const TpuResetRequest& request, std::function<void(TpuResetResult)> done) {
+        resets.emplace_back(request, std::move(done));
+      };
+      deps.preflight = [this](const JobSpec&) {
+        ++preflight_calls;
+        if (preflight_verdicts.empty()) return PreflightVerdict{};
+        PreflightVerdict verdict = preflight_verdicts.front();
+        preflight_verdicts.pop_front();
+        return verdict;
+      };
+    }
     job = std::make_unique<Job>(std::move(spec), std::move(deps));
   }
 
