@@ -17,6 +17,7 @@
 #include "daemon/app/config_reloader.h"  // Issue 5: SIGHUP reload.
 #include "daemon/app/systemd_notify.h"   // Issue 5: sd_notify.
 #include "daemon/app/metadata_link.h"
+#include "daemon/app/tpu_link.h"  // Issue 4: TPU resets and checks.
 #include "daemon/common/asio_clock.h"
 #include "daemon/common/run_on_loop.h"
 #include "daemon/launch/local_launcher.h"
@@ -103,6 +104,8 @@ absl::Status RunDaemon(const DaemonConfig& config) {
     }
     return std::shared_ptr<void>(std::move(*watcher));
   });
+  absl::StatusOr<TpuLink> tpu = LinkTpu(io, config, supervisor);  // Issue 4: TPU resets and checks.
+  if (!tpu.ok()) return tpu.status();
   for (const JobSpec& spec : config.jobs) {
     if (absl::Status s = supervisor.AddJob(spec); !s.ok()) return s;
   }
@@ -130,6 +133,7 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   DaemonInfo info{TpudVersion(), metrics ? metrics->address() : "", config.config_path.string(),
                   ToUnixMillis(clock.WallNow())};
   SupervisorService service(io, supervisor, info);
+  service.SetTpu(config.tpu.backend, tpu->recovery.get(), tpu->checks.get());  // Issue 4.
   absl::StatusOr<std::unique_ptr<ControlServer>> control = ControlServer::Start(config, service);  // Issue 5.
   if (!control.ok()) return control.status();
   std::unique_ptr<ControlServer> server = *std::move(control);

@@ -58,6 +58,8 @@ struct FailureRule {
   FailureClass failure_class = FailureClass::kUnknown;
   RecoveryAction action = RecoveryAction::kRestart;
   std::string hint;   // One line for humans; may be empty.
+
+  bool operator==(const FailureRule&) const = default;  // For config reload.
 };
 
 // The verdict on one ended attempt (AttemptScanner::Classify).

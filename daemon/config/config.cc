@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "daemon/config/limits.h"
 #include "daemon/config/socket_access.h"
+#include "daemon/config/tpu_section.h"
 #include "daemon/config/validate.h"
 #include "daemon/config/yaml_reader.h"
 #include "daemon/launch/launcher.h"
@@ -36,7 +37,7 @@ using namespace config_internal;  // NOLINT: this file is the schema over the re
 
 constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",      "metrics",
                                           "jobs_dir", "jobs",      "gce_metadata", "launcher",
-                                          "stop_jobs_on_exit", "socket_group", "socket_mode"};
+                                          "stop_jobs_on_exit", "socket_group", "socket_mode", "tpu"};
 constexpr absl::string_view kJobKeys[] = {"name",      "command",       "working_dir", "env",
                                           "autostart", "start_seconds", "checkpoint",  "resume_args",
                                           "restart",   "stop",          "log",         "progress",
@@ -289,6 +290,7 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
            StrCat("expected shim or local, got \"", config->launcher, "\""));
   }
   Read(r, root, "", "stop_jobs_on_exit", &config->stop_jobs_on_exit);
+  ReadTpuSection(r, root, config);
   Read(r, root, "", "jobs_dir", &config->jobs_dir);
   config->jobs_dir = Resolve(base, config->jobs_dir);
   std::error_code ec;

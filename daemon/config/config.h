@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/classify/failure_rule.h"
+#include "daemon/tpu/tpu_config.h"
 
 namespace tpud {
 
@@ -127,6 +128,11 @@ struct DaemonConfig {
   // default leaves them running for the next tpud to re-attach; the local
   // launcher always stops them (they cannot outlive tpud's pipes).
   bool stop_jobs_on_exit = false;
+  // The `tpu:` section (daemon/config/tpu_section.h): the node, and how and
+  // how often tpud resets it (daemon/tpu/tpu_recovery.h). Default backend none.
+  TpuConfig tpu;
+  TpuResetPolicy tpu_reset;
+  TpuPreflightPolicy tpu_preflight;
 };
 
 // Loads tpud.yaml and the job specs of its jobs_dir. Relative paths in the file

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/classify/classifier.h"
+#include "daemon/config/limits.h"
 #include "daemon/launch/launcher.h"
 #include "daemon/supervisor/progress.h"
 
@@ -34,6 +35,42 @@ MaybeViolation CheckNameAndCommand(const JobSpec& spec) {
     if (key.empty() || key.find('=') != std::string::npos) {
       return Violation{"env", StrCat("invalid variable name \"", key, "\"")};
     }
+  }
+  return std::nullopt;
+}
+
+// An execve(2) string: within kMaxArgBytes and without NUL (which would cut it short).
+MaybeViolation CheckExecString(const std::string& key, const std::string& text, std::size_t* total) {
+  *total += text.size() + 1;
+  if (text.size() > kMaxArgBytes) {
+    return Violation{key, StrCat("longer than ", kMaxArgBytes, " bytes (", text.size(), ")")};
+  }
+  if (text.find('\0') != std::string::npos) return Violation{key, "must not contain a NUL byte"};
+  return std::nullopt;
+}
+
+// The limits of limits.h: what execve(2) accepts, and what tpud copies.
+MaybeViolation CheckExecLimits(const JobSpec& spec) {
+  if (spec.command.size() + spec.resume_args.size() > kMaxArgCount) {
+    return Violation{"command", StrCat("more than ", kMaxArgCount, " arguments with resume_args")};
+  }
+  if (spec.env.size() > kMaxEnvCount) return Violation{"env", StrCat("more than ", kMaxEnvCount, " variables")};
+  std::size_t total = 0;
+  for (const auto* list : {&spec.command, &spec.resume_args}) {
+    const char* name = list == &spec.command ? "command" : "resume_args";
+    for (size_t i = 0; i < list->size(); ++i) {
+      if (auto v = CheckExecString(StrCat(name, "[", i, "]"), (*list)[i], &total)) return v;
+    }
+  }
+  for (const auto& [key, value] : spec.env) {
+    if (auto v = CheckExecString(StrCat("env.", key), StrCat(key, "=", value), &total)) return v;
+  }
+  if (total > kMaxExecBytes) {
+    return Violation{"command", StrCat("command, resume_args and env exceed ", kMaxExecBytes, " bytes in total")};
+  }
+  const std::string& dir = spec.working_dir.native();
+  if (dir.size() > kMaxPathBytes || dir.find('\0') != std::string::npos) {
+    return Violation{"working_dir", StrCat("must be a path of at most ", kMaxPathBytes, " bytes without NUL")};
   }
   return std::nullopt;
 }
@@ -120,6 +157,7 @@ MaybeViolation CheckProgressAndRules(const JobSpec& spec) {
 
 MaybeViolation FindViolation(const JobSpec& spec) {
   if (MaybeViolation v = CheckNameAndCommand(spec)) return v;
+  if (MaybeViolation v = CheckExecLimits(spec)) return v;
   if (MaybeViolation v = CheckTiming(spec)) return v;
   if (MaybeViolation v = CheckCheckpoint(spec.checkpoint)) return v;
   if (MaybeViolation v = CheckStopAndLog(spec)) return v;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "daemon/config/limits.h"
 
 namespace tpud::config_internal {
 
@@ -145,10 +146,14 @@ std::optional<YAML::Node> Section(Reader& r, const YAML::Node& parent, const std
 void ReadStrings(Reader& r, const YAML::Node& map, const std::string& path, absl::string_view key,
                  std::vector<std::string>* out) {
   std::vector<std::string> items;
+  std::size_t bytes = 0;  // Bounded: aliases could otherwise repeat one long string without end.
   const bool found =
       ForEachItem(r, map, path, key, "strings", [&](const YAML::Node& item, const std::string& item_path) {
         if (!item.IsScalar()) {
           return r.Fail(item.Mark(), item_path, StrCat("expected a string, got ", Describe(item)));
+        }
+        if ((bytes += item.Scalar().size() + 1) > kMaxExecBytes) {
+          return r.Fail(item.Mark(), Join(path, key), StrCat("longer than ", kMaxExecBytes, " bytes in total"));
         }
         items.push_back(item.Scalar());
       });

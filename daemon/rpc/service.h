@@ -6,6 +6,8 @@
 #include <string>
 
 #include "daemon/supervisor/supervisor.h"
+#include "daemon/tpu/tpu_preflight.h"
+#include "daemon/tpu/tpu_recovery.h"
 #include "tpud/v1/tpud.grpc.pb.h"
 
 namespace tpud {
@@ -42,12 +44,30 @@ class SupervisorService final : public v1::Supervisor::Service {
   grpc::Status GetDaemonInfo(grpc::ServerContext* ctx, const v1::GetDaemonInfoRequest* req,
                              v1::GetDaemonInfoResponse* resp) override;
 
+  // Issue 4 (daemon/rpc/tpu_service.cc). `backend` is tpu.reset.backend;
+  // `recovery` (null for none) and `checks` must outlive the service. Call
+  // before serving.
+  void SetTpu(std::string backend, TpuRecovery* recovery, const TpuPreflight* checks) {
+    tpu_backend_ = std::move(backend);
+    tpu_recovery_ = recovery;
+    tpu_checks_ = checks;
+  }
+  // Describes the node now (blocking this gRPC thread, not the loop).
+  grpc::Status GetTpu(grpc::ServerContext* ctx, const v1::GetTpuRequest* req, v1::GetTpuResponse* resp) override;
+  // Resets by hand and answers once the reset is done, failed or not.
+  grpc::Status ResetTpu(grpc::ServerContext* ctx, const v1::ResetTpuRequest* req,
+                        v1::ResetTpuResponse* resp) override;
+  grpc::Status Doctor(grpc::ServerContext* ctx, const v1::DoctorRequest* req, v1::DoctorResponse* resp) override;
+
  private:
   absl::StatusOr<JobSpec> SpecFromRequest(const v1::StartJobRequest& req) const;
 
   boost::asio::io_context& io_;
   Supervisor& supervisor_;
   const DaemonInfo info_;
+  std::string tpu_backend_ = "none";
+  TpuRecovery* tpu_recovery_ = nullptr;
+  const TpuPreflight* tpu_checks_ = nullptr;
 };
 
 }  // namespace tpud

@@ -166,10 +166,10 @@ TEST_CASE("Config: unknown key names file, line and key", "[config]") {
              StartsWith(StrCat(file,
                                ":4: jobs[0].restrat: unknown key, did you mean restart? (known: name, "
                                "command, working_dir,")));
-  CHECK(LoadError(dir, "log_dir: /l\nsockt: /s\n") ==
-        StrCat(file,
-               ":2: sockt: unknown key, did you mean socket? (known: socket, state_dir, log_dir, "
-               "metrics, jobs_dir, jobs, gce_metadata)"));
+  CHECK_THAT(LoadError(dir, "log_dir: /l\nsockt: /s\n"),  // More keys follow; each feature adds its own.
+             StartsWith(StrCat(file,
+                               ":2: sockt: unknown key, did you mean socket? (known: socket, state_dir, "
+                               "log_dir, metrics, jobs_dir, jobs, gce_metadata, ")));
   CHECK(LoadError(dir, "metrics:\n  port: 1\n") ==
         StrCat(file, ":2: metrics.port: unknown key (known: listen)"));
   CHECK(LoadError(dir, "socket: /a\nsocket: /b\n") == StrCat(file, ":2: socket: duplicate key"));
