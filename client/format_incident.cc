@@ -90,7 +90,8 @@ std::string DetailDowntime(const Incident& incident) {
   return "- (still open)";
 }
 
-std::string DetailMatchedLine(const std::string& line) {
+std::string DetailMatchedLine(const std::string& line, const std::string& rule) {
+  if (line.empty() && rule == "hang") return "- (no progress before the hang deadline)";
   if (line.empty()) return "- (decided by the exit status)";
   return "\"" + FormatMatchedLine(line, kDetailLineChars) + "\"";
 }
@@ -203,7 +204,7 @@ void AddLastFailure(std::string& out, const JobStatus& job) {
   AddSubField(out, "class", OrNone(failure.failure_class()));
   AddSubField(out, "action", OrNone(failure.action()));
   AddSubField(out, "hint", OrNone(failure.hint()));
-  AddSubField(out, "line", DetailMatchedLine(failure.matched_line()));
+  AddSubField(out, "line", DetailMatchedLine(failure.matched_line(), failure.rule()));
   AddSubField(out, "rule", OrNone(failure.rule()));
   AddSubField(out, "exit", DescribeExit(incident.exit()));
   AddSubField(out, "steps", DetailSteps(incident));

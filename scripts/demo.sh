@@ -7,7 +7,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$REPO"
 bash scripts/install-deps.sh
-bash scripts/build.sh tpud tpuctl
+bash scripts/build.sh tpud tpuctl tpud-shim
 
 TPUD="$REPO/build/daemon/tpud"
 TPUCTL="$REPO/build/client/tpuctl"

@@ -161,6 +161,16 @@ TEST_CASE("FormatJobDetail: an open failure decided by the exit status", "[clien
   CHECK_THAT(detail, Catch::Contains("  counted:   no, max_restarts untouched\n"));
 }
 
+TEST_CASE("FormatJobDetail: a hang says no progress came, not that the exit status decided", "[client]") {
+  JobStatus job = RecoveredJob();
+  Incident hang = OpenIncident();
+  hang.mutable_failure()->set_failure_class("hang");
+  hang.mutable_failure()->set_rule("hang");
+  *job.mutable_last_incident() = hang;
+  const std::string detail = FormatJobDetail(job);
+  CHECK_THAT(detail, Catch::Contains("  line:      - (no progress before the hang deadline)\n"));
+}
+
 TEST_CASE("JobJson: last_failure, failures_by_class and last_step", "[client]") {
   const json job = json::parse(JobJson(RecoveredJob()));
   CHECK(job["last_step"] == 1250);
