@@ -19,7 +19,7 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system tpud && useradd --system --gid tpud --home-dir /var/lib/tpud tpud \
  && install -d -o tpud -g tpud /run/tpud /var/lib/tpud /var/log/tpud /etc/tpud/jobs.d
-COPY --from=build /opt/tpud/bin/tpud /opt/tpud/bin/tpuctl /usr/bin/
+COPY --from=build /opt/tpud/bin/tpud /opt/tpud/bin/tpuctl /opt/tpud/bin/tpud-shim /usr/bin/
 COPY --from=build /opt/tpud/etc/tpud/tpud.yaml /etc/tpud/tpud.yaml
 COPY --from=build /opt/tpud/share/tpud /usr/share/tpud
 USER tpud

@@ -119,9 +119,9 @@ class TpuRecovery {
   struct Task {
     TpuResetRequest request;
     std::optional<std::string> by_hand;  // Set: ResetByHand with this backend.
-    bool refresh = false;                // RefreshNode: describe only, no `done`.
     SteadyTime enqueued;
     std::function<void(TpuResetResult)> done;
+    bool refresh = false;                // RefreshNode: describe only, no `done`.
   };
 
   void Enqueue(Task task);
