@@ -414,7 +414,7 @@ TEST_CASE("Config: the repo's example config and job spec parse", "[config]") {
   REQUIRE(job.ok());
   CHECK(job->name == "example");
   CHECK(job->checkpoint.dir == "/mnt/checkpoints/example");
-  CHECK(job->stop.signals == std::vector<int>{15, 9});
+  CHECK(job->stop.signals == StopPolicy{}.signals);  // The example shows the default ladder.
   CHECK(job->log.max_bytes == 50u << 20);
 }
 
