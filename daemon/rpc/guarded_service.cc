@@ -69,4 +69,22 @@ grpc::Status GuardedService::GetDaemonInfo(grpc::ServerContext* ctx, const v1::G
   return inner_.GetDaemonInfo(ctx, req, resp);
 }
 
+grpc::Status GuardedService::GetTpu(grpc::ServerContext* ctx, const v1::GetTpuRequest* req,
+                                    v1::GetTpuResponse* resp) {
+  if (grpc::Status s = Admit(ctx, "GetTpu", *req); !s.ok()) return s;
+  return inner_.GetTpu(ctx, req, resp);
+}
+
+grpc::Status GuardedService::ResetTpu(grpc::ServerContext* ctx, const v1::ResetTpuRequest* req,
+                                      v1::ResetTpuResponse* resp) {
+  if (grpc::Status s = Admit(ctx, "ResetTpu", *req); !s.ok()) return s;
+  return inner_.ResetTpu(ctx, req, resp);
+}
+
+grpc::Status GuardedService::Doctor(grpc::ServerContext* ctx, const v1::DoctorRequest* req,
+                                    v1::DoctorResponse* resp) {
+  if (grpc::Status s = Admit(ctx, "Doctor", *req); !s.ok()) return s;
+  return inner_.Doctor(ctx, req, resp);
+}
+
 }  // namespace tpud

@@ -31,6 +31,12 @@ class GuardedService final : public v1::Supervisor::Service {
                         grpc::ServerWriter<v1::TailLogsResponse>* writer) override;
   grpc::Status GetDaemonInfo(grpc::ServerContext* ctx, const v1::GetDaemonInfoRequest* req,
                              v1::GetDaemonInfoResponse* resp) override;
+  grpc::Status GetTpu(grpc::ServerContext* ctx, const v1::GetTpuRequest* req,
+                      v1::GetTpuResponse* resp) override;
+  grpc::Status ResetTpu(grpc::ServerContext* ctx, const v1::ResetTpuRequest* req,
+                        v1::ResetTpuResponse* resp) override;
+  grpc::Status Doctor(grpc::ServerContext* ctx, const v1::DoctorRequest* req,
+                      v1::DoctorResponse* resp) override;
 
  private:
   // OK when the caller may call `method` with `req`; else the status to send.

@@ -120,4 +120,17 @@ absl::Status CheckRequest(const v1::TailLogsRequest& req) {
 
 absl::Status CheckRequest(const v1::GetDaemonInfoRequest& req) { return CheckSize(req); }
 
+absl::Status CheckRequest(const v1::GetTpuRequest& req) { return CheckSize(req); }
+
+absl::Status CheckRequest(const v1::ResetTpuRequest& req) {
+  if (absl::Status s = CheckSize(req); !s.ok()) return s;
+  if (req.backend().size() > 32) return absl::InvalidArgumentError("backend: longer than 32 bytes");
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequest(const v1::DoctorRequest& req) {
+  if (absl::Status s = CheckSize(req); !s.ok()) return s;
+  return CheckJobName("job", req.job(), false);
+}
+
 }  // namespace tpud

@@ -40,5 +40,8 @@ absl::Status CheckRequest(const v1::ListJobsRequest& req);
 absl::Status CheckRequest(const v1::WatchEventsRequest& req);
 absl::Status CheckRequest(const v1::TailLogsRequest& req);
 absl::Status CheckRequest(const v1::GetDaemonInfoRequest& req);
+absl::Status CheckRequest(const v1::GetTpuRequest& req);
+absl::Status CheckRequest(const v1::ResetTpuRequest& req);  // backend: at most 32 bytes.
+absl::Status CheckRequest(const v1::DoctorRequest& req);    // job: empty or a job name.
 
 }  // namespace tpud
