@@ -148,7 +148,6 @@ bool Job::PreflightPasses(const std::string& reason) {
   }
   ++preflight_failures_;
   const std::string why = absl::StrCat("preflight: ", verdict.status.message());
-  SPDLOG_WARN("job {}: {}", spec_.name, why);
   if (verdict.reset_for && deps_.reset_tpu && preflight_failures_ == 1) {
     DelayLaunch(absl::StrCat(why, "; resetting the TPU"));
     const std::uint64_t generation = ++reset_generation_;

@@ -52,8 +52,7 @@ TpuCheck CheckHolders(const TpuFacts& f) {
 }
 
 TpuCheck CheckUnhealthy(const TpuNode& node) {
-  const std::string detail = absl::StrCat("node ", node.Summary(),
-                                          node.health_description.empty() ? "" : ": " + node.health_description);
+  const std::string detail = "node " + node.Summary();  // Summary has the health description.
   if (node.health == "UNHEALTHY_MAINTENANCE") {
     return Fail("node", detail, "wait for the maintenance event to end; tpud waits and retries",
                 FailureClass::kConnection);

@@ -18,9 +18,7 @@ std::optional<TpuPlan> PlanForNode(const TpuNode& node) {
   if (node.state.empty() || node.state == kNodeReady) {
     if (node.health == "UNHEALTHY_MAINTENANCE") {
       return TpuPlan{TpuRung::kWaitForMaintenance,
-                     absl::StrCat("node is in maintenance (", node.Summary(),
-                                  node.health_description.empty() ? "" : ": " + node.health_description,
-                                  "): waiting until it is HEALTHY")};
+                     absl::StrCat("node is in maintenance (", node.Summary(), "): waiting until it is HEALTHY")};
     }
     return std::nullopt;
   }

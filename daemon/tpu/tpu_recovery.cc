@@ -188,45 +188,21 @@ TpuResetResult TpuRecovery::RunLadder(const Task& task, CancelToken* cancel) {
   const std::string who = Who(task.request, false);
   const TpuPlan plan = Plan(task, cancel);
   spdlog::info("{}: TPU recovery: {} (rung {})", who, plan.why, TpuRungName(plan.rung));
-  TpuResetResult result;
-  if (plan.rung == TpuRung::kNone) return result;
-  if (plan.rung == TpuRung::kNodeReset) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (last_node_reset_end_ && *last_node_reset_end_ > task.enqueued) {
-      spdlog::info("{}: the node was reset after this failure; not resetting it again", who);
-      return result;
-    }
+  if (plan.rung == TpuRung::kNone || CoveredByNodeReset(plan.rung, task.enqueued)) {
+    if (plan.rung != TpuRung::kNone) spdlog::info("{}: the node was reset after this failure; not again", who);
+    return TpuResetResult{};
   }
   if (Acts(plan.rung)) {
-    result.attempted = true;
-    result.backend = BackendFor(plan.rung);
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!budget_.Allows(clock_->Now())) {
-      result.status = absl::ResourceExhaustedError(
-          absl::StrCat("not reset: tpu.reset.max_resets_per_hour (", budget_.policy().max_resets_per_hour,
-                       ") reached"));
-      lock.unlock();
-      Remember(task, TpuRungName(plan.rung), plan.why, result);
-      return result;
-    }
-    lock.unlock();
-    if (absl::Status s = ThrottleBeforeReset(cancel); !s.ok()) {
-      result.status = s;
-      return result;
+    if (absl::Status s = Admit(cancel); !s.ok()) {
+      const TpuResetResult refused{true, BackendFor(plan.rung), Seconds(0), std::move(s)};
+      Remember(task, TpuRungName(plan.rung), plan.why, refused);
+      return refused;
     }
   }
-  const TpuCall call = MakeCall(cancel, task.request.spare_pgids, who);
-  result = RunRung(plan.rung, call);
-  if (plan.rung == TpuRung::kLocal && !result.status.ok() && node_ && !cancel->cancelled()) {
-    spdlog::warn("{}: local TPU reset failed ({}); resetting the node", who, std::string(result.status.message()));
-    TpuResetResult node = RunRung(TpuRung::kNodeReset, call);
-    node.backend = absl::StrCat("local,", node.backend);
-    node.duration += result.duration;
-    result = std::move(node);
-  }
+  const TpuResetResult result = RunWithEscalation(plan.rung, MakeCall(cancel, task.request.spare_pgids, who));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (plan.rung == TpuRung::kLocal && result.backend == "local" && result.status.ok()) {
+    if (result.backend == "local" && result.status.ok()) {
       last_local_[task.request.job] = {task.request.failure_class, clock_->Now()};
     } else {
       last_local_.erase(task.request.job);
@@ -234,6 +210,33 @@ TpuResetResult TpuRecovery::RunLadder(const Task& task, CancelToken* cancel) {
   }
   Remember(task, TpuRungName(plan.rung), plan.why, result);
   return result;
+}
+
+bool TpuRecovery::CoveredByNodeReset(TpuRung rung, SteadyTime enqueued) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rung == TpuRung::kNodeReset && last_node_reset_end_ && *last_node_reset_end_ > enqueued;
+}
+
+absl::Status TpuRecovery::Admit(CancelToken* cancel) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!budget_.Allows(clock_->Now())) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "not reset: tpu.reset.max_resets_per_hour (", budget_.policy().max_resets_per_hour, ") reached"));
+    }
+  }
+  return ThrottleBeforeReset(cancel);
+}
+
+// A failed local reset climbs to the node at once, when there is a node backend.
+TpuResetResult TpuRecovery::RunWithEscalation(TpuRung rung, const TpuCall& call) {
+  TpuResetResult result = RunRung(rung, call);
+  if (rung != TpuRung::kLocal || result.status.ok() || !node_ || call.cancel->cancelled()) return result;
+  call.Report(absl::StrCat("local reset failed (", result.status.message(), "); resetting the node"));
+  TpuResetResult node = RunRung(TpuRung::kNodeReset, call);
+  node.backend = absl::StrCat("local,", node.backend);
+  node.duration += result.duration;
+  return node;
 }
 
 TpuResetResult TpuRecovery::RunByHand(const Task& task, CancelToken* cancel) {

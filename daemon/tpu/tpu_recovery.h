@@ -126,12 +126,14 @@ class TpuRecovery {
 
   void Enqueue(Task task);
   void WorkerLoop();
-  TpuResetResult RunTask(const Task& task, CancelToken* cancel);
   TpuResetResult RunLadder(const Task& task, CancelToken* cancel);
   TpuResetResult RunByHand(const Task& task, CancelToken* cancel);
   TpuPlan Plan(const Task& task, CancelToken* cancel);
   absl::StatusOr<TpuNode> DescribeAndCache(CancelToken* cancel) const;
+  bool CoveredByNodeReset(TpuRung rung, SteadyTime enqueued) const;
+  absl::Status Admit(CancelToken* cancel);
   absl::Status ThrottleBeforeReset(CancelToken* cancel);
+  TpuResetResult RunWithEscalation(TpuRung rung, const TpuCall& call);
   TpuResetResult RunRung(TpuRung rung, const TpuCall& call);
   absl::Status WaitForMaintenance(const TpuCall& call);
   std::string BackendFor(TpuRung rung) const;

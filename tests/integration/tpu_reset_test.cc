@@ -6,19 +6,15 @@
 // refuses is recorded as failed, and the job restarts all the same.
 #include <catch2/catch.hpp>
 
-#include "tests/fixtures/cloud_tpu_emulator.h"
-#include "tests/fixtures/gce_metadata_emulator.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/job_events.h"
-#include "tests/integration/processes.h"
+#include "tests/integration/tpu_cloud.h"
 
 namespace tpud::testing {
 namespace {
 
 using Catch::Matchers::Contains;
 using json = nlohmann::json;
-
-constexpr char kNode[] = "projects/p/locations/z/nodes/n";
 
 // Attempt 1 reaches step 10, saves a checkpoint and dies with TensorFlow's
 // deadline error; attempt 2 checks that it resumed from step 10 and succeeds.
@@ -35,56 +31,12 @@ sleep 0.5
 exit 0
 )";
 
-// Emulators are children of this test process; keeps the harness's orphan
-// cleanup (KillOrphans) from waiting for them.
-class KeptChildGuard {
- public:
-  explicit KeptChildGuard(int pid) : pid_(pid) { KeepChild(pid_); }
-  ~KeptChildGuard() { ReleaseChild(pid_); }
-  KeptChildGuard(const KeptChildGuard&) = delete;
-  KeptChildGuard& operator=(const KeptChildGuard&) = delete;
-
- private:
-  int pid_;
-};
-
-// The metadata server (for the token) and the Cloud TPU API, both emulated.
-struct CloudFixture {
-  MetadataEmulator metadata;
-  KeptChildGuard keep_metadata{metadata.pid()};
-  CloudTpuEmulator tpu{{"--node", kNode, "--op-delay", "0.1"}};
-  KeptChildGuard keep_tpu{tpu.pid()};
-
-  // tpud.yaml's top-level keys: the api backend at the emulator; the
-  // metadata watcher off, the token still from the metadata emulator; the
-  // local rung's devices and lock file inside `dir`.
-  std::string DaemonYaml(const TempDir& dir) const {
-    return "gce_metadata: {enabled: \"false\"}\n"
-           "tpu:\n"
-           "  name: n\n"
-           "  project: p\n"
-           "  zone: z\n"
-           "  api_endpoint: " + YamlQuote(tpu.endpoint()) + "\n" +
-           "  metadata_host: " + YamlQuote(metadata.host()) + "\n" +
-           "  device_globs: [" + YamlQuote((dir / "dev").string() + "/accel*") + "]\n" +
-           "  lock_file: " + YamlQuote((dir / "libtpu_lockfile").string()) + "\n" +
-           "  reset: {backend: api, timeout_seconds: 30, poll_interval_seconds: 0.1}";
-  }
-};
-
 std::string TrainerJob(const std::filesystem::path& ckpt) {
   return ShellJob("trainer", kTrainerScript,
                   "  env: {CKPT: " + YamlQuote(ckpt.string()) + "}\n" +
                       "  checkpoint: {dir: " + YamlQuote(ckpt.string()) +
                       ", layout: pattern, pattern: 'ckpt-(\\d+)'}\n" +
                       "  restart: {max_restarts: 3, backoff_initial_seconds: 0.1, backoff_jitter: 0}\n");
-}
-
-bool SawRequest(const CloudTpuEmulator& tpu, const std::string& what) {
-  for (const std::string& request : tpu.Requests()) {
-    if (request.find(what) != std::string::npos) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -103,8 +55,8 @@ TEST_CASE("TPU reset: DeadlineExceededError resets the node through the API, the
   REQUIRE(done["state"] == "succeeded");
   CHECK(done["attempt"] == 2);
   CHECK_THAT(tpud.Logs("trainer"), Contains("resumed from step 10"));
-  CHECK(SawRequest(cloud.tpu, std::string("POST /v2/") + kNode + ":stop 200"));
-  CHECK(SawRequest(cloud.tpu, std::string("POST /v2/") + kNode + ":start 200"));
+  CHECK(cloud.SawRequest(std::string("POST /v2/") + kTpuNode + ":stop 200"));
+  CHECK(cloud.SawRequest(std::string("POST /v2/") + kTpuNode + ":start 200"));
   CHECK(cloud.tpu.Node("n")["state"] == "READY");
 
   const json incident = WaitForClosedIncident(tpud, "trainer", 1);
@@ -133,7 +85,7 @@ TEST_CASE("TPU reset: a reset the API refuses (403) is recorded as failed, and t
   INFO("tpud:\n" << tpud.StderrText());
   REQUIRE(done["state"] == "succeeded");
   CHECK(done["attempt"] == 2);
-  CHECK_FALSE(SawRequest(cloud.tpu, ":stop 200"));
+  CHECK_FALSE(cloud.SawRequest(":stop 200"));
 
   const json incident = WaitForClosedIncident(tpud, "trainer", 1);
   INFO("incident: " << incident.dump());
