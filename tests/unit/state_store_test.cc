@@ -11,31 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "tests/fixtures/temp_dir.h"
+
 namespace tpud {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tpud-state-test-XXXXXX").string();
-    REQUIRE(mkdtemp(templ.data()) != nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;  // A fresh directory, removed with everything in it.
 
 void RequireOk(const absl::Status& status) {
   INFO(status.ToString());
