@@ -33,15 +33,6 @@ absl::Status WriteAll(int fd, std::string_view content, const fs::path& path) {
   return absl::OkStatus();
 }
 
-absl::Status FsyncDirectory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(dir, "open", errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  return rc == 0 ? absl::OkStatus() : ErrnoError(dir, "fsync", err);
-}
-
 absl::StatusOr<json> ReadJsonFile(const fs::path& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
@@ -91,16 +82,14 @@ absl::Status WriteFileAtomically(const fs::path& path, std::string_view content)
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
   if (fd < 0) return ErrnoError(tmp, "open", errno);
   absl::Status written = WriteAll(fd, content, tmp);
-  if (written.ok() && ::fsync(fd) != 0) written = ErrnoError(tmp, "fsync", errno);
   ::close(fd);
   if (written.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     written = ErrnoError(path, "rename", errno);
   }
   if (!written.ok()) {
     ::unlink(tmp.c_str());
-    return written;
   }
-  return FsyncDirectory(path.parent_path());
+  return written;
 }
 
 absl::StatusOr<std::string> ReadFile(const fs::path& path) {

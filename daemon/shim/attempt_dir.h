@@ -40,8 +40,13 @@ absl::StatusOr<std::filesystem::path> AttemptDir(const std::filesystem::path& st
 // A missing attempts directory yields none.
 std::vector<std::filesystem::path> ListAttemptDirs(const std::filesystem::path& state_dir);
 
-// Writes `content` to path.tmp, fsyncs it, renames it over `path` and fsyncs
-// the directory: after an OK return the file survives a crash, whole.
+// Writes `content` to path.tmp and renames it over `path`: a reader sees the
+// old file or the new one, whole, and so does any process after a crash of
+// the writer. Not fsynced: the files of an attempt directory describe
+// processes that do not survive a power loss either, and an fsync (two, with
+// the directory) on every attempt start and exit would sit on the restart
+// path (bench/README figures). After a power loss tpud finds the attempt gone
+// and restarts the job from its checkpoint (supervisor_restore.cc).
 // Errors: Internal naming the path and the failed step.
 absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
 // Errors: NotFound when missing; Internal when unreadable.

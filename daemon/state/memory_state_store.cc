@@ -22,6 +22,8 @@ class MemoryStateStore final : public StateStore {
     return absl::OkStatus();
   }
 
+  absl::Status Sync() override { return absl::OkStatus(); }
+
   absl::Status DeleteJob(const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.erase(name);

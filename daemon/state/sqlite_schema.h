@@ -8,7 +8,8 @@
 namespace tpud::sqlite {
 
 // Makes a freshly opened `db` ready for the state store:
-//  1. journal_mode=WAL, synchronous=FULL (every commit fsyncs the WAL);
+//  1. journal_mode=WAL, synchronous=NORMAL (commits are not fsynced; see
+//     StateStore::Sync and the comment in sqlite_schema.cc);
 //  2. PRAGMA quick_check;
 //  3. in one write transaction: checks PRAGMA application_id (0 or "tpud") and
 //     user_version (at most kStateSchemaVersion), runs the missing migrations

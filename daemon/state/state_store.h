@@ -83,10 +83,11 @@ inline constexpr int kStateSchemaVersion = 1;
 
 // Durable storage of JobRecords and IncidentRecords.
 //
-// Durability: a write is durable when it returns OK — committed and, for the
-// SQLite store, fsync'ed (journal_mode=WAL, synchronous=FULL), so it survives
-// a power loss, not only a crash of tpud. Each call is one transaction: it
-// happens completely or not at all. A failed write changes nothing.
+// Durability: a write that returned OK is committed: it survives a crash or
+// SIGKILL of tpud. It survives a power loss once Sync() has returned OK after
+// it (SQLite store: journal_mode=WAL, synchronous=NORMAL; Sync checkpoints the
+// WAL, fsyncing it). Each call is one transaction: it happens completely or
+// not at all. A failed write changes nothing.
 // Errors: InvalidArgument for a malformed record; NotFound as stated below;
 // for the SQLite store DataLoss (corrupt file), PermissionDenied, Unavailable
 // (locked by another process past the busy timeout), ResourceExhausted (disk
@@ -115,6 +116,10 @@ class StateStore {
                                                                     int limit) = 0;
   // Every incident still open (ended_unix_ms == 0), oldest first.
   virtual absl::StatusOr<std::vector<IncidentRecord>> OpenIncidents() = 0;
+
+  // Makes every write that returned before it survive a power loss (costs an
+  // fsync or two: call it after what a person asked for, not per transition).
+  virtual absl::Status Sync() = 0;
 };
 
 // Opens (creating it and state_dir when missing) the SQLite database

@@ -82,7 +82,7 @@ absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::
   }
   spec_yaml_[name] = std::move(spec_yaml);
   if (absl::Status s = it->second->Start(reason); !s.ok()) return s;
-  return it->second->Snapshot();
+  return Durable(it->second->Snapshot());
 }
 
 void Supervisor::StartAutostartJobs() {
@@ -105,7 +105,7 @@ absl::Status Supervisor::ReplaceJobSpec(JobSpec spec) {
   spec_yaml_.erase(spec.name);  // Now the config's, not a submitted spec.
   (*job)->UpdateSpec(std::move(spec));
   PersistJob(**job);
-  return absl::OkStatus();
+  return Durable(absl::OkStatus());
 }
 
 absl::Status Supervisor::RemoveJob(const std::string& name) {
@@ -122,7 +122,7 @@ absl::Status Supervisor::RemoveJob(const std::string& name) {
       spdlog::error("job {}: stored record not deleted: {}", name, std::string(s.message()));
     }
   }
-  return absl::OkStatus();
+  return Durable(absl::OkStatus());
 }
 
 absl::StatusOr<Job*> Supervisor::Find(const std::string& name) const {
@@ -135,21 +135,21 @@ absl::StatusOr<JobSnapshot> Supervisor::Start(const std::string& name, const std
   absl::StatusOr<Job*> job = Find(name);
   if (!job.ok()) return job.status();
   if (absl::Status s = (*job)->Start(reason); !s.ok()) return s;
-  return (*job)->Snapshot();
+  return Durable((*job)->Snapshot());
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::Stop(const std::string& name, const std::string& reason) {
   absl::StatusOr<Job*> job = Find(name);
   if (!job.ok()) return job.status();
   if (absl::Status s = (*job)->Stop(reason); !s.ok()) return s;
-  return (*job)->Snapshot();
+  return Durable((*job)->Snapshot());
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::Restart(const std::string& name, const std::string& reason) {
   absl::StatusOr<Job*> job = Find(name);
   if (!job.ok()) return job.status();
   if (absl::Status s = (*job)->Restart(reason); !s.ok()) return s;
-  return (*job)->Snapshot();
+  return Durable((*job)->Snapshot());
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::Get(const std::string& name) const {

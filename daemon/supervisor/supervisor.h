@@ -122,6 +122,14 @@ class Supervisor final : public JobListener {
   void Record(const std::string& job, SupervisorEvent event);
   void PersistJob(const Job& job);
   void PersistIncident(const Incident& incident);
+  // After what a person asked for (start, stop, submit, ...): makes the
+  // records so far survive a power loss (StateStore::Sync). Returns `result`.
+  template <typename T>
+  T Durable(T result) {
+    SyncStore();
+    return result;
+  }
+  void SyncStore();
 
   Clock& clock_;
   Launcher& launcher_;

@@ -18,6 +18,13 @@ void Supervisor::PersistJob(const Job& job) {
   }
 }
 
+void Supervisor::SyncStore() {
+  if (store_ == nullptr) return;
+  if (absl::Status s = store_->Sync(); !s.ok()) {
+    spdlog::error("state store sync: {}", std::string(s.message()));
+  }
+}
+
 void Supervisor::PersistIncident(const Incident& incident) {
   if (store_ == nullptr) return;
   Job* job = FindJob(incident.job);
