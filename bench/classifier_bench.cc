@@ -7,6 +7,8 @@
 //   classifier_lines: Y lines/s
 //   classifier_allocations: Z allocs   (operator new calls during the timed run:
 //                                       only the rare matching lines allocate)
+//   classifier_block_throughput: W MB/s  (the same lines as ~64 KiB blocks, as
+//                                         launchers deliver output: ScanLines)
 // The verdict for the whole run goes to stderr; it must be builtin:connection
 // (the UNAVAILABLE lines outrank the Check failed ones), else the exit status is 1.
 #include <atomic>
@@ -95,14 +97,33 @@ int main(int argc, char** argv) {
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   const std::size_t allocations = g_allocations.load() - allocations_before;
 
+  // The same text as blocks of whole lines of up to 64 KiB (a shim frame).
+  std::vector<std::string> blocks(1);
+  for (const std::string& line : lines) {
+    if (blocks.back().size() + line.size() + 1 > 64 * 1024) blocks.emplace_back();
+    blocks.back().append(line).push_back('\n');
+  }
+  tpud::AttemptScanner block_scanner(*classifier);
+  std::size_t block_bytes = 0;
+  const auto block_start = std::chrono::steady_clock::now();
+  while (block_bytes < target_bytes) {
+    for (const std::string& block : blocks) {
+      block_scanner.ScanLines(block);
+      block_bytes += block.size();
+    }
+  }
+  const std::chrono::duration<double> block_elapsed = std::chrono::steady_clock::now() - block_start;
+
   tpud::ExitStatus exit;
   exit.code = 1;
   const tpud::Classification verdict = scanner.Classify(exit, false);
+  const tpud::Classification block_verdict = block_scanner.Classify(exit, false);
   std::fprintf(stderr, "classifier_bench: %zu lines, %.1f MB in %.3f s; verdict %s (%s)\n", count,
                bytes / 1e6, elapsed.count(), verdict.rule.c_str(),
                tpud::FailureClassName(verdict.failure_class));
   std::printf("classifier_throughput: %.1f MB/s\n", bytes / 1e6 / elapsed.count());
   std::printf("classifier_lines: %.0f lines/s\n", count / elapsed.count());
   std::printf("classifier_allocations: %zu allocs\n", allocations);
-  return verdict.rule == "builtin:connection" ? 0 : 1;
+  std::printf("classifier_block_throughput: %.1f MB/s\n", block_bytes / 1e6 / block_elapsed.count());
+  return verdict.rule == "builtin:connection" && block_verdict.rule == verdict.rule ? 0 : 1;
 }

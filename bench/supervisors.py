@@ -81,6 +81,11 @@ def rss_mb(pid):
     return _status_kb(pid, "VmRSS") / 1024.0
 
 
+def private_mb(pid):
+    """Anonymous resident memory: what the process alone holds (no shared code)."""
+    return _status_kb(pid, "RssAnon") / 1024.0
+
+
 def pss_mb(pids):
     total = 0
     for pid in pids:

@@ -6,19 +6,29 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/classify/builtin_rules.h"
+#include "daemon/common/lines.h"
 
 namespace tpud {
 
 // Every rule both alone (to report its own parse error, and as a fallback
 // should the set's DFA ever run out of memory) and in one set (the fast path).
 struct FailureClassifier::Compiled {
-  explicit Compiled(const RE2::Options& options) : set(options, RE2::UNANCHORED) {}
+  explicit Compiled(const RE2::Options& options)
+      : set(options, RE2::UNANCHORED), block_set(options, RE2::UNANCHORED) {}
   RE2::Set set;
+  // The same patterns in multi-line mode, for MayMatchLines; unused (and
+  // `block_set_usable` false) when a pattern anchors to the text's ends.
+  RE2::Set block_set;
+  bool block_set_usable = true;
   std::vector<std::unique_ptr<RE2>> regexps;
 };
 
@@ -112,6 +122,21 @@ absl::StatusOr<std::shared_ptr<const FailureClassifier>> FailureClassifier::Crea
   return std::shared_ptr<const FailureClassifier>(std::move(classifier));
 }
 
+absl::StatusOr<std::shared_ptr<const FailureClassifier>> FailureClassifier::Shared(
+    const std::vector<FailureRule>& user_rules) {
+  static std::mutex mu;
+  static std::map<std::vector<FailureRule>, std::weak_ptr<const FailureClassifier>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (std::shared_ptr<const FailureClassifier> found = cache[user_rules].lock()) return found;
+  absl::StatusOr<std::shared_ptr<const FailureClassifier>> created = Create(user_rules);
+  if (!created.ok()) return created;
+  for (auto it = cache.begin(); it != cache.end();) {  // Forget classifiers no job uses.
+    it = it->second.expired() ? cache.erase(it) : std::next(it);
+  }
+  cache[user_rules] = *created;
+  return created;
+}
+
 absl::Status FailureClassifier::CompileRules() {
   const RE2::Options options = RuleOptions();
   auto compiled = std::make_unique<Compiled>(options);
@@ -130,7 +155,13 @@ absl::Status FailureClassifier::CompileRules() {
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", error));
     }
     compiled->regexps.push_back(std::move(regexp));
+    if (absl::StrContains(pattern, "\\A") || absl::StrContains(pattern, "\\z")) {
+      compiled->block_set_usable = false;
+    } else if (compiled->block_set.Add(absl::StrCat("(?m)", pattern), &error) != static_cast<int>(i)) {
+      compiled->block_set_usable = false;
+    }
   }
+  if (compiled->block_set_usable && !compiled->block_set.Compile()) compiled->block_set_usable = false;
   if (!compiled->set.Compile()) {
     return absl::InternalError(absl::StrCat("failure rules: RE2 could not compile the ",
                                             rules_.size(), " rules into one set (out of "
@@ -161,6 +192,18 @@ AttemptScanner::AttemptScanner(std::shared_ptr<const FailureClassifier> classifi
 
 bool FailureClassifier::RuleMatches(std::size_t index, std::string_view line) const {
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *compiled_->regexps[index]);
+}
+
+bool FailureClassifier::MayMatchLines(std::string_view lines) const {
+  if (!compiled_->block_set_usable) return true;
+  RE2::Set::ErrorInfo error{RE2::Set::kNoError};
+  const bool any = compiled_->block_set.Match(re2::StringPiece(lines.data(), lines.size()), nullptr, &error);
+  return any || error.kind != RE2::Set::kNoError;  // The DFA gave up: check line by line.
+}
+
+void AttemptScanner::ScanLines(std::string_view lines) {
+  if (!classifier_->MayMatchLines(lines)) return;
+  ForEachLine(lines, [this](std::string_view line) { ScanLine(line); });
 }
 
 void AttemptScanner::ScanLine(std::string_view line) {

@@ -45,6 +45,11 @@ class FailureClassifier {
   // pattern would match every line). Internal if RE2 cannot compile the set.
   static absl::StatusOr<std::shared_ptr<const FailureClassifier>> Create(
       std::vector<FailureRule> user_rules);
+  // Create, but jobs with the same user rules (most have none) share one
+  // classifier while any of them holds it: each costs ~150 KB of compiled
+  // RE2 programs and DFA cache. Thread-safe.
+  static absl::StatusOr<std::shared_ptr<const FailureClassifier>> Shared(
+      const std::vector<FailureRule>& user_rules);
 
   ~FailureClassifier();
   FailureClassifier(const FailureClassifier&) = delete;
@@ -62,6 +67,13 @@ class FailureClassifier {
   int FirstMatch(std::string_view line, std::vector<int>* scratch) const;
   // Whether rules()[index] matches `line`; index < rules().size(). Thread-safe.
   bool RuleMatches(std::size_t index, std::string_view line) const;
+  // False only when no rule matches any line of `lines` (lines ending in
+  // '\n'): one pass of the set over the whole block, with ^ and $ at line
+  // boundaries, where FirstMatch per line would make one call per line. True
+  // is only a maybe (a class like \s can match across a '\n'); then check
+  // line by line. Always true when a rule uses \A or \z, which mean
+  // something else in a block. Thread-safe.
+  bool MayMatchLines(std::string_view lines) const;
 
  private:
   struct Compiled;  // The RE2 objects; defined in classifier.cc.
@@ -87,6 +99,9 @@ class AttemptScanner {
   // as the best so far. Once rule 0 has matched nothing can outrank it, so
   // later lines are only checked against rule 0 (to report its last line).
   void ScanLine(std::string_view line);
+  // The same for each line of `lines` (each ending in '\n'), skipping a
+  // block no rule can match (FailureClassifier::MayMatchLines).
+  void ScanLines(std::string_view lines);
 
   // The most important rule matched so far, or nullptr. Lets the supervisor act
   // before the attempt ends (e.g. stop a job that fell back to the CPU).

@@ -4,6 +4,7 @@
 // without depending on the classifier; see classifier.h for the matching.
 #pragma once
 
+#include <compare>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,7 @@ struct FailureRule {
   std::string hint;   // One line for humans; may be empty.
 
   bool operator==(const FailureRule&) const = default;  // For config reload.
+  auto operator<=>(const FailureRule&) const = default;  // For sharing classifiers.
 };
 
 // The verdict on one ended attempt (AttemptScanner::Classify).

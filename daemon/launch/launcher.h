@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "daemon/common/lines.h"
 #include "absl/status/statusor.h"
 
 namespace tpud {
@@ -58,6 +59,12 @@ class AttemptObserver {
   // One line of output without its '\n' (lines over 64 KiB arrive in pieces).
   // The bytes are already in the log file when this is called.
   virtual void OnOutputLine(std::string_view line) = 0;
+  // One or more lines, each ending in '\n' (launchers deliver output this
+  // way, LineSplitter::FeedBlocks). The default hands each to OnOutputLine;
+  // an observer that can look at a block at once overrides it.
+  virtual void OnOutputLines(std::string_view lines) {
+    ForEachLine(lines, [this](std::string_view line) { OnOutputLine(line); });
+  }
   // The attempt's main process ended, its leftover process group members were
   // killed, and all of its output has been delivered. Called exactly once.
   virtual void OnExit(const ExitStatus& status) = 0;

@@ -52,8 +52,8 @@ class AttemptIo : public std::enable_shared_from_this<AttemptIo> {
  private:
   void Deliver(std::string_view data) {
     if (observer_ == nullptr) return;
-    splitter_.Feed(data, [this](std::string_view line) {
-      if (observer_ != nullptr) observer_->OnOutputLine(line);
+    splitter_.FeedBlocks(data, [this](std::string_view lines) {
+      if (observer_ != nullptr) observer_->OnOutputLines(lines);
     });
   }
 

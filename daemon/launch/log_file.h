@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/common/lines.h"
 
 namespace tpud {
 
@@ -59,6 +60,13 @@ class LineSplitter {
   // Calls fn(line) for each complete line in `data` (without '\n').
   template <typename Fn>
   void Feed(std::string_view data, Fn&& fn);
+  // The same lines, in order, as blocks: fn(block) where `block` is one or
+  // more lines, each ending in '\n' (split them with ForEachLine). Most of
+  // `data` passes as one view into it, so a consumer can look at a whole
+  // block at once (one regex pass instead of one per line); a line completing
+  // a buffered one, and the pieces of an overlong line, come as copies.
+  template <typename Fn>
+  void FeedBlocks(std::string_view data, Fn&& fn);
   // Emits whatever partial line is buffered.
   template <typename Fn>
   void Flush(Fn&& fn) {
@@ -67,9 +75,49 @@ class LineSplitter {
   }
 
  private:
+  template <typename Fn>
+  void EmitCopy(std::string_view line, Fn& fn) {
+    copy_.assign(line);
+    copy_.push_back('\n');
+    fn(std::string_view(copy_));
+  }
+
   std::size_t max_line_bytes_;
   std::string partial_;
+  std::string copy_;  // A line with its '\n', for FeedBlocks.
 };
+
+template <typename Fn>
+void LineSplitter::FeedBlocks(std::string_view data, Fn&& fn) {
+  auto emit_copy = [&](std::string_view line) { EmitCopy(line, fn); };
+  if (!partial_.empty()) {  // Finish the buffered line first, by Feed's rules.
+    const std::size_t nl = data.find('\n');
+    const std::size_t head = nl == std::string_view::npos ? data.size() : nl + 1;
+    Feed(data.substr(0, head), emit_copy);
+    data.remove_prefix(head);
+  }
+  const std::size_t last = data.rfind('\n');
+  if (last != std::string_view::npos) {
+    std::string_view lines = data.substr(0, last + 1);
+    data.remove_prefix(last + 1);
+    if (lines.size() > max_line_bytes_ + 1) {
+      // Some line may be overlong: pass runs of short lines, pieces of long ones.
+      std::size_t run = 0, at = 0;
+      while (at < lines.size()) {
+        const std::size_t end = lines.find('\n', at);
+        if (end - at > max_line_bytes_) {
+          if (at > run) fn(lines.substr(run, at - run));
+          Feed(lines.substr(at, end + 1 - at), emit_copy);
+          run = end + 1;
+        }
+        at = end + 1;
+      }
+      lines.remove_prefix(run);
+    }
+    if (!lines.empty()) fn(lines);
+  }
+  Feed(data, emit_copy);  // An unfinished tail: buffered (or overlong pieces emitted).
+}
 
 template <typename Fn>
 void LineSplitter::Feed(std::string_view data, Fn&& fn) {

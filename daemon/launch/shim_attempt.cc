@@ -70,8 +70,8 @@ class ShimSession : public std::enable_shared_from_this<ShimSession> {
   }
 
   void DeliverOutput(std::string_view data) {
-    splitter_.Feed(data, [this](std::string_view line) {
-      if (observer_ != nullptr) observer_->OnOutputLine(line);
+    splitter_.FeedBlocks(data, [this](std::string_view lines) {
+      if (observer_ != nullptr) observer_->OnOutputLines(lines);
     });
   }
 

@@ -37,10 +37,10 @@ Job::~Job() {
 void Job::UpdateSpec(JobSpec spec) {
   // Specs are validated before they get here, so the rules compile; should
   // they not, the job still runs with the built-in rules alone.
-  auto classifier = FailureClassifier::Create(spec.failure_rules);
+  auto classifier = FailureClassifier::Shared(spec.failure_rules);
   if (!classifier.ok()) {
     SPDLOG_ERROR("job {}: failure_rules: {}", spec.name, std::string(classifier.status().message()));
-    classifier = FailureClassifier::Create({});
+    classifier = FailureClassifier::Shared({});
   }
   classifier_ = *classifier;
   spec_ = std::move(spec);

@@ -63,6 +63,10 @@ class JobListener {
   virtual ~JobListener() = default;
   virtual void OnJobEvent(const JobEvent& event) = 0;
   virtual void OnJobOutput(const std::string& job, std::string_view line) = 0;
+  // Several lines at once, each ending in '\n'; by default line by line.
+  virtual void OnJobOutputLines(const std::string& job, std::string_view lines) {
+    ForEachLine(lines, [&](std::string_view line) { OnJobOutput(job, line); });
+  }
   // An incident opened, or changed (closed, checkpoint step learned).
   virtual void OnIncident(const Incident& incident) {}
 };
@@ -160,6 +164,7 @@ class Job final : public AttemptObserver {
 
   // AttemptObserver.
   void OnOutputLine(std::string_view line) override;
+  void OnOutputLines(std::string_view lines) override;
   void OnExit(const ExitStatus& status) override;
 
  private:

@@ -45,6 +45,14 @@ void Job::EndAttemptWatch() {
   heartbeat_watch_.reset();
 }
 
+// The hot path for output: a block of lines costs one pass of the rule set
+// and one of the progress regex, unless something in it matches.
+void Job::OnOutputLines(std::string_view lines) {
+  if (scanner_) scanner_->ScanLines(lines);
+  if (progress_) OnProgressEvent(progress_->OnOutputLines(lines, deps_.clock->Now()));
+  deps_.listener->OnJobOutputLines(spec_.name, lines);
+}
+
 void Job::OnOutputLine(std::string_view line) {
   if (scanner_) scanner_->ScanLine(line);
   if (progress_) OnProgressEvent(progress_->OnOutputLine(line, deps_.clock->Now()));

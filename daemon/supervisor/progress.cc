@@ -6,7 +6,9 @@
 #include <charconv>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/lines.h"
 
 namespace tpud {
 namespace {
@@ -65,6 +67,10 @@ absl::StatusOr<ProgressTracker> ProgressTracker::Create(const ProgressSpec& spec
 ProgressTracker::ProgressTracker(const ProgressSpec& spec, SteadyTime attempt_start, std::unique_ptr<RE2> re)
     : spec_(spec), attempt_start_(attempt_start), re_(std::move(re)) {
   regex_has_group_ = re_ != nullptr && re_->NumberOfCapturingGroups() >= 1;
+  if (re_ != nullptr && !absl::StrContains(spec_.regex, "\\A") && !absl::StrContains(spec_.regex, "\\z")) {
+    lines_re_ = std::make_unique<RE2>(absl::StrCat("(?m)", spec_.regex), RE2::Quiet);
+    if (!lines_re_->ok()) lines_re_.reset();
+  }
 }
 
 ProgressTracker::ProgressTracker(ProgressTracker&&) noexcept = default;
@@ -94,6 +100,18 @@ bool ProgressTracker::OnOutputLine(std::string_view line, SteadyTime now) {
     RecordTick(now);
   }
   return true;
+}
+
+bool ProgressTracker::OnOutputLines(std::string_view lines, SteadyTime now) {
+  if (!spec_.configured || lines.empty()) return false;
+  // Without a regex only the fact of output matters, not which line.
+  if (re_ == nullptr) return OnOutputLine(lines, now);
+  if (lines_re_ != nullptr && !RE2::PartialMatch(re2::StringPiece(lines.data(), lines.size()), *lines_re_)) {
+    return false;
+  }
+  bool counted = false;
+  ForEachLine(lines, [&](std::string_view line) { counted = OnOutputLine(line, now) || counted; });
+  return counted;
 }
 
 void ProgressTracker::OnHeartbeat(SteadyTime now) {

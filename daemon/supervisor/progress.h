@@ -84,6 +84,10 @@ class ProgressTracker {
   // One line of the job's output (without '\n'). Returns true when it counted
   // as progress; records the step when the regex's group 1 parses as an int64.
   bool OnOutputLine(std::string_view line, SteadyTime now);
+  // Each line of `lines` (each ending in '\n'), all seen at `now`; true when
+  // any counted. One regex pass over the block first: a block without a
+  // progress line costs no per-line work.
+  bool OnOutputLines(std::string_view lines, SteadyTime now);
   // The heartbeat file's mtime advanced (the caller watches the file). Counts
   // as progress whenever a progress section is configured.
   void OnHeartbeat(SteadyTime now);
@@ -111,6 +115,9 @@ class ProgressTracker {
   ProgressSpec spec_;
   SteadyTime attempt_start_;
   std::unique_ptr<re2::RE2> re_;  // Null when spec_.regex is empty.
+  // re_ in multi-line mode, for OnOutputLines; null with re_, or when the
+  // regex anchors to the text's ends (\A, \z).
+  std::unique_ptr<re2::RE2> lines_re_;
   bool regex_has_group_ = false;
   std::optional<SteadyTime> last_progress_;
   std::optional<std::int64_t> last_step_;

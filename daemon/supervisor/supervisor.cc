@@ -235,6 +235,11 @@ void Supervisor::OnMetadataChange(const std::string& key, const std::string& val
   }
 }
 
+void Supervisor::OnJobOutputLines(const std::string& job, std::string_view lines) {
+  if (!output_.HasReaders()) return;  // Nobody follows a log: no copy at all.
+  output_.Publish(job, std::string(lines), lines.size());
+}
+
 void Supervisor::OnJobOutput(const std::string& job, std::string_view line) {
   if (!output_.HasReaders()) return;
   std::string text(line);

@@ -113,6 +113,7 @@ class Supervisor final : public JobListener {
   // JobListener.
   void OnJobEvent(const JobEvent& event) override;
   void OnJobOutput(const std::string& job, std::string_view line) override;
+  void OnJobOutputLines(const std::string& job, std::string_view lines) override;
   void OnIncident(const Incident& incident) override;
 
  private:

@@ -390,5 +390,72 @@ TEST_CASE("Classifier: class and action names round-trip", "[classify]") {
   CHECK_FALSE(ParseRecoveryAction("retry").has_value());
 }
 
+
+// What launchers deliver: blocks of lines, each ending in '\n'.
+Classification ClassifyBlock(const std::string& block,
+                             std::shared_ptr<const FailureClassifier> classifier = MakeClassifier()) {
+  AttemptScanner scanner(std::move(classifier));
+  scanner.ScanLines(block);
+  return scanner.Classify(ExitCode(1), /*hung=*/false);
+}
+
+TEST_CASE("Classifier: a block of lines gets the verdict its lines get one by one", "[classifier]") {
+  const std::vector<std::string> lines = {
+      "step=100 loss=0.5",
+      "E0000 00:00:1700000000.000000 1 tpu_client.cc] DEADLINE_EXCEEDED: Deadline Exceeded",
+      "step=101 loss=0.49",
+      "Traceback (most recent call last):",
+  };
+  std::string block;
+  for (const std::string& line : lines) block += line + "\n";
+  const Classification per_line = ClassifyLines(lines);
+  const Classification per_block = ClassifyBlock(block);
+  CHECK(per_block.failure_class == per_line.failure_class);
+  CHECK(per_block.rule == per_line.rule);
+  CHECK(per_block.matched_line == per_line.matched_line);
+  CHECK(per_block.matched_line.find('\n') == std::string::npos);
+}
+
+TEST_CASE("Classifier: ^ and $ in a rule anchor at line boundaries inside a block", "[classifier]") {
+  auto classifier =
+      MakeClassifier({{"^FATAL$", FailureClass::kCrash, RecoveryAction::kFail, "user hint"}});
+  CHECK_FALSE(classifier->MayMatchLines("ok\nnot FATAL here\nFATAL later\n"));
+  CHECK(classifier->MayMatchLines("ok\nFATAL\nmore\n"));
+  const Classification verdict = ClassifyBlock("ok\nFATAL\nmore\n", classifier);
+  CHECK(verdict.rule == "user:0");
+  CHECK(verdict.matched_line == "FATAL");
+  CHECK(ClassifyBlock("ok\nnot FATAL here\n", classifier).rule == "exit:code 1");
+}
+
+TEST_CASE("Classifier: a block no rule matches is passed over, \\A rules force line by line",
+          "[classifier]") {
+  auto classifier = MakeClassifier();
+  CHECK_FALSE(classifier->MayMatchLines("step=1 loss=2.0\nstep=2 loss=1.9\n"));
+  auto anchored = MakeClassifier({{R"(\Aboom\z)", FailureClass::kCrash, RecoveryAction::kFail, ""}});
+  CHECK(anchored->MayMatchLines("step=1\n"));  // Cannot tell per block: always a maybe.
+  CHECK(ClassifyBlock("step=1\nboom\nstep=2\n", anchored).rule == "user:0");
+}
+
+}  // namespace
+}  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Classifier: jobs with the same rules share one classifier, others get their own",
+          "[classifier]") {
+  const std::vector<FailureRule> rules = {{"boom", FailureClass::kCrash, RecoveryAction::kFail, ""}};
+  auto a = FailureClassifier::Shared(rules);
+  auto b = FailureClassifier::Shared(rules);
+  auto none = FailureClassifier::Shared({});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(none.ok());
+  CHECK(a->get() == b->get());
+  CHECK(a->get() != none->get());
+  CHECK((*none)->user_rule_count() == 0);
+  CHECK_FALSE(FailureClassifier::Shared({{"(", FailureClass::kCrash, RecoveryAction::kFail, ""}}).ok());
+}
+
 }  // namespace
 }  // namespace tpud

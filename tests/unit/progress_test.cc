@@ -248,3 +248,39 @@ TEST_CASE("Progress: invalid specs are rejected with the key named", "[progress]
 
 }  // namespace
 }  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Progress: a block of lines counts when any line in it matches, with its last step",
+          "[progress]") {
+  ProgressTracker t = Make(Spec(R"(^step=(\d+))", 900, 60));
+  CHECK_FALSE(t.OnOutputLines("loading data\nwarming up\n", At(1)));
+  CHECK_FALSE(t.last_progress().has_value());
+  // ^ anchors at each line start inside the block, as it does per line.
+  CHECK_FALSE(t.OnOutputLines("note: step=5 is not a progress line\n", At(2)));
+  REQUIRE(t.OnOutputLines("noise\nstep=10 loss=1.0\nnoise\nstep=20 loss=0.9\nnoise\n", At(3)));
+  CHECK(t.last_step() == 20);
+  CHECK(DeadlineAfterStart(t) == Approx(3 + 60));
+}
+
+TEST_CASE("Progress: without a regex any block of output counts, with only a heartbeat none does",
+          "[progress]") {
+  ProgressTracker any = Make(Spec("", 900, 60));
+  CHECK(any.OnOutputLines("anything\n", At(5)));
+  CHECK(DeadlineAfterStart(any) == Approx(5 + 60));
+  ProgressSpec heartbeat_only = Spec("", 900, 60);
+  heartbeat_only.heartbeat_file = "/tmp/heartbeat";
+  ProgressTracker t = Make(heartbeat_only);
+  CHECK_FALSE(t.OnOutputLines("anything\n", At(5)));
+}
+
+TEST_CASE("Progress: a regex anchored to the text's ends is checked line by line in a block",
+          "[progress]") {
+  ProgressTracker t = Make(Spec(R"(\Astep=(\d+)\z)", 900, 60));
+  REQUIRE(t.OnOutputLines("x\nstep=7\ny\n", At(1)));
+  CHECK(t.last_step() == 7);
+}
+
+}  // namespace
+}  // namespace tpud
