@@ -49,7 +49,7 @@ constexpr absl::string_view kRestartKeys[] = {"max_restarts", "backoff_initial_s
 constexpr absl::string_view kStopKeys[] = {"grace_seconds", "signals"};
 constexpr absl::string_view kLogKeys[] = {"max_bytes", "backups"};
 constexpr absl::string_view kProgressKeys[] = {"regex", "heartbeat_file", "startup_grace_seconds",
-                                               "timeout_seconds", "learn_timeout"};
+                                               "timeout_seconds", "learn_timeout", "restore_regex"};
 constexpr absl::string_view kLearnKeys[] = {"safety_factor", "min_steps"};
 constexpr absl::string_view kRuleKeys[] = {"match", "class", "action", "hint"};
 constexpr absl::string_view kGceKeys[] = {"enabled", "host"};
@@ -109,6 +109,7 @@ void ReadProgress(Reader& r, const YAML::Node& job, const std::string& path, con
   if (!section) return;
   out->configured = true;
   Read(r, *section, where, "regex", &out->regex);
+  Read(r, *section, where, "restore_regex", &out->restore_regex);
   Read(r, *section, where, "heartbeat_file", &out->heartbeat_file);
   out->heartbeat_file = Resolve(base, out->heartbeat_file);
   Read(r, *section, where, "startup_grace_seconds", &out->startup_grace_seconds);

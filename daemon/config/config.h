@@ -57,6 +57,10 @@ struct ProgressSpec {
   // unless heartbeat_file is set (then only the heartbeat is).
   std::string regex;
   std::filesystem::path heartbeat_file;  // Optional: its mtime advancing is progress.
+  // Optional RE2: a line the trainer prints when it starts loading a
+  // checkpoint. Splits an attempt's time before its first progress into
+  // startup and checkpoint_restore (goodput accounting, supervisor/goodput.h).
+  std::string restore_regex;
   double startup_grace_seconds = 900;    // XLA compilation can take 5+ minutes.
   double timeout_seconds = 600;          // After progress, silence this long is a hang; 0 = none.
   bool learn_timeout = false;            // Learn a tighter timeout from observed step intervals.

@@ -70,7 +70,24 @@ std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jo
   MetricFamily exit_signal = Family("tpud_job_last_exit_signal",
                                     "Signal that ended the last attempt; 0 when it exited.",
                                     MetricType::Gauge);
+  // Goodput (daemon/supervisor/goodput.h): gauges, since a running attempt's
+  // progress counts as productive until the next attempt shows what was kept.
+  MetricFamily goodput = Family("tpud_job_goodput_ratio",
+                                "Productive seconds / wall seconds the job was wanted running.",
+                                MetricType::Gauge);
+  MetricFamily productive = Family("tpud_job_productive_seconds",
+                                   "Seconds of training progress the job kept.", MetricType::Gauge);
+  MetricFamily badput = Family("tpud_job_badput_seconds",
+                               "Seconds of wall time without kept progress, by cause: startup, "
+                               "checkpoint_restore, wasted_progress, recovery, hang_detection.",
+                               MetricType::Gauge);
   for (const JobSnapshot& job : jobs) {
+    if (const std::optional<double> ratio = job.goodput.ratio()) Add(goodput, {{"job", job.name}}, *ratio);
+    Add(productive, {{"job", job.name}}, job.goodput.productive.count());
+    for (BadputCause cause : kAllBadputCauses) {
+      Add(badput, {{"job", job.name}, {"cause", std::string(BadputCauseName(cause))}},
+          job.goodput.badput_of(cause).count());
+    }
     for (JobState s : kAllJobStates) {
       Add(state, {{"job", job.name}, {"state", std::string(JobStateName(s))}}, job.state == s ? 1 : 0);
     }
@@ -88,7 +105,8 @@ std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jo
       Add(exit_signal, {{"job", job.name}}, job.last_exit->signal);
     }
   }
-  return {build, state, attempts, restarts, failures, uptime, step, exit_code, exit_signal};
+  return {build, state, attempts, restarts, failures, uptime, step, exit_code, exit_signal,
+          goodput, productive, badput};
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(

@@ -2,6 +2,7 @@
 // handling (classification, hangs, incidents, maintenance) is in job_failure.cc.
 #include "daemon/supervisor/job.h"
 
+#include <re2/re2.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,11 @@ void Job::UpdateSpec(JobSpec spec) {
     classifier = FailureClassifier::Shared({});
   }
   classifier_ = *classifier;
+  restore_re_.reset();
+  if (!spec.progress.restore_regex.empty()) {
+    auto re = std::make_shared<const RE2>(absl::StrCat("(?m)", spec.progress.restore_regex), RE2::Quiet);
+    if (re->ok()) restore_re_ = std::move(re);
+  }
   spec_ = std::move(spec);
 }
 
@@ -131,6 +137,8 @@ void Job::LaunchAttempt(const std::string& reason) {
     return;
   }
   attempt_ = std::move(*launched);
+  goodput_.OnAttemptStart(attempt_started_, checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step)
+                                                        : std::nullopt);
   BeginAttemptWatch();
   timer_ = deps_.clock->RunAfter(ToNanos(spec_.start_seconds), [this] {
     timer_ = 0;
@@ -177,12 +185,17 @@ void Job::DelayLaunch(std::string why) {
 }
 
 void Job::OnRunning() {
+  // Without a progress section, being up counts as progress for goodput.
+  if (!spec_.progress.configured) goodput_.OnProgress(deps_.clock->Now(), std::nullopt);
   TransitionTo(JobState::kRunning, absl::StrCat("up for ", FormatSeconds(Seconds(spec_.start_seconds))));
   CloseIncident("restarted");
 }
 
 void Job::OnExit(const ExitStatus& status) {
   attempt_.reset();
+  goodput_.OnAttemptEnd(deps_.clock->Now(), hung_                                             ? AttemptEnd::kHung
+                                            : status.succeeded() && !maintenance_notice_ ? AttemptEnd::kSucceeded
+                                                                                          : AttemptEnd::kOther);
   last_exit_ = status;
   if (state_ == JobState::kStopping && !hung_) {
     EndAttemptWatch();
@@ -245,6 +258,7 @@ void Job::TransitionTo(JobState next, std::string reason, std::optional<ExitStat
   event.attempt = attempt_number_;
   event.exit = std::move(exit);
   if (next == JobState::kStarting) event.checkpoint = checkpoint_;
+  if (!IsActive(next)) goodput_.OnIdle(deps_.clock->Now());
   state_ = next;
   reason_ = std::move(reason);
   state_since_ = event.time;
@@ -294,6 +308,7 @@ JobSnapshot Job::Snapshot() const {
   s.failures_by_class = failures_by_class_;
   if (!incidents_.empty()) s.last_incident = incidents_.back();
   if (progress_) s.last_step = progress_->last_step();
+  s.goodput = goodput_.Figures(now);
   s.log_path = deps_.log_dir / (spec_.name + ".log");
   s.spec = spec_;
   if (s.spec.working_dir.empty()) s.spec.working_dir = deps_.default_working_dir;

@@ -15,9 +15,14 @@
 #include "daemon/common/clock.h"
 #include "daemon/config/config.h"
 #include "daemon/launch/launcher.h"
+#include "daemon/supervisor/goodput.h"
 #include "daemon/supervisor/incident.h"
 #include "daemon/supervisor/job_state.h"
 #include "daemon/supervisor/progress.h"
+
+namespace re2 {
+class RE2;
+}  // namespace re2
 
 namespace tpud {
 
@@ -53,6 +58,7 @@ struct JobSnapshot {
   std::map<std::string, std::int64_t> failures_by_class;   // Every failed attempt, restarted or not.
   std::optional<Incident> last_incident;                  // The newest one, open or closed.
   std::optional<std::int64_t> last_step;                   // From the progress regex, this attempt.
+  GoodputFigures goodput;  // Since tpud started watching the job (supervisor/goodput.h).
   std::filesystem::path log_path;
   JobSpec spec;
 };
@@ -187,6 +193,8 @@ class Job final : public AttemptObserver {
   void ArmHangTimer();
   void OnHangTimer();
   void OnProgressEvent(bool counted);
+  // Goodput: the restore marker and progress seen in output seen at `now`.
+  void AccountOutput(std::string_view lines, bool counted, SteadyTime now);
   Incident& OpenIncident(const ExitStatus& status, const Classification& failure);
   void CloseIncident(const std::string& outcome);
   void PublishIncident();
@@ -212,6 +220,8 @@ class Job final : public AttemptObserver {
 
   // Failure classification and hang detection for the current attempt.
   std::shared_ptr<const FailureClassifier> classifier_;
+  std::shared_ptr<const re2::RE2> restore_re_;  // spec_.progress.restore_regex, multi-line; may be null.
+  GoodputLedger goodput_;
   std::optional<AttemptScanner> scanner_;
   std::optional<ProgressTracker> progress_;
   std::shared_ptr<void> heartbeat_watch_;

@@ -1,6 +1,7 @@
 // What a Job does when an attempt fails or hangs: classify it, open an
 // incident, and decide between restart (counted or not), waiting out a
 // maintenance event, and giving up.
+#include <re2/re2.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,7 @@ void Job::BeginAttemptWatch() {
     heartbeat_watch_ = deps_.watch_file(spec_.progress.heartbeat_file, [this] {
       if (!progress_) return;
       progress_->OnHeartbeat(deps_.clock->Now());
+      goodput_.OnProgress(deps_.clock->Now(), progress_->last_step());
       OnProgressEvent(true);
     });
   }
@@ -48,15 +50,33 @@ void Job::EndAttemptWatch() {
 // The hot path for output: a block of lines costs one pass of the rule set
 // and one of the progress regex, unless something in it matches.
 void Job::OnOutputLines(std::string_view lines) {
+  const SteadyTime now = deps_.clock->Now();
   if (scanner_) scanner_->ScanLines(lines);
-  if (progress_) OnProgressEvent(progress_->OnOutputLines(lines, deps_.clock->Now()));
+  const bool counted = progress_ && progress_->OnOutputLines(lines, now);
+  AccountOutput(lines, counted, now);
+  OnProgressEvent(counted);
   deps_.listener->OnJobOutputLines(spec_.name, lines);
 }
 
 void Job::OnOutputLine(std::string_view line) {
+  const SteadyTime now = deps_.clock->Now();
   if (scanner_) scanner_->ScanLine(line);
-  if (progress_) OnProgressEvent(progress_->OnOutputLine(line, deps_.clock->Now()));
+  const bool counted = progress_ && progress_->OnOutputLine(line, now);
+  AccountOutput(line, counted, now);
+  OnProgressEvent(counted);
   deps_.listener->OnJobOutput(spec_.name, line);
+}
+
+void Job::AccountOutput(std::string_view lines, bool counted, SteadyTime now) {
+  if (restore_re_ && !goodput_.progressed() &&
+      RE2::PartialMatch(re2::StringPiece(lines.data(), lines.size()), *restore_re_)) {
+    goodput_.OnRestoreBegin(now);
+  }
+  if (counted) {
+    goodput_.OnProgress(now, progress_->last_step());
+  } else if (!spec_.progress.configured && state_ == JobState::kRunning) {
+    goodput_.OnProgress(now, std::nullopt);  // No progress section: output while up counts.
+  }
 }
 
 // The hang timer fires at the deadline it was armed for and re-arms if

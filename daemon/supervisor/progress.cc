@@ -51,6 +51,10 @@ absl::Status ValidateProgressSpec(const ProgressSpec& spec) {
     RE2 re(spec.regex, RE2::Quiet);
     if (!re.ok()) return absl::InvalidArgumentError(absl::StrCat("progress.regex: ", re.error()));
   }
+  if (!spec.restore_regex.empty()) {
+    RE2 re(spec.restore_regex, RE2::Quiet);
+    if (!re.ok()) return absl::InvalidArgumentError(absl::StrCat("progress.restore_regex: ", re.error()));
+  }
   if (absl::Status s = CheckNonNegative("startup_grace_seconds", spec.startup_grace_seconds); !s.ok())
     return s;
   if (absl::Status s = CheckNonNegative("timeout_seconds", spec.timeout_seconds); !s.ok()) return s;

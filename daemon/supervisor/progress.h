@@ -67,7 +67,8 @@ namespace tpud {
 inline constexpr Seconds kMinLearnedTimeout{10.0};
 
 // Checks a spec (even when not configured, since it may be later). Errors are
-// InvalidArgument naming the key: `progress.regex: <RE2 error>`, negative
+// InvalidArgument naming the key: `progress.regex: <RE2 error>` (likewise
+// progress.restore_regex), negative
 // seconds, safety_factor < 1, min_steps < 1, and learn_timeout with neither a
 // regex nor a heartbeat_file (arbitrary output is too noisy to learn from).
 absl::Status ValidateProgressSpec(const ProgressSpec& spec);

@@ -22,11 +22,14 @@ import time
 import torch
 from sklearn.datasets import load_digits
 
+from faults import FaultSchedule, Timeline
+
 TEST_EXAMPLES = 360
 HIDDEN_UNITS = 128
 EXIT_USAGE = 2
 EXIT_SIMULATED_FAILURE = 3
 EXIT_FOR_SIGNAL = {signal.SIGTERM: 143, signal.SIGINT: 130}
+TIMELINE = Timeline(None)  # --timeline sets its path.
 
 
 def log(message):
@@ -46,6 +49,8 @@ def parse_args(argv):
     parser.add_argument("--resume-from", help="checkpoint file; default: $TPUD_CHECKPOINT when set")
     parser.add_argument("--fail-at-step", type=int, help="exit 3 at this step on attempt 1 ($TPUD_ATTEMPT)")
     parser.add_argument("--result-file", help="write a JSON summary here at the end")
+    parser.add_argument("--fault-schedule", help="inject failures at steps (faults.py; for benchmarks)")
+    parser.add_argument("--timeline", help="append JSON events (start, step, checkpoint, done) here")
     args = parser.parse_args(argv)
     for name in ("steps", "ckpt_every", "batch_size", "log_every"):
         if getattr(args, name) <= 0:
@@ -134,6 +139,7 @@ def save_checkpoint(ckpt_dir, step, model, optimizer, args):
     os.replace(tmp, path)
     fsync_dir(ckpt_dir)
     log(f"checkpoint saved step={step} path={os.path.abspath(path)}")
+    TIMELINE.record("checkpoint", step=step)
 
 
 def resume_path(args):
@@ -144,6 +150,7 @@ def resume_path(args):
 
 def restore(path, model, optimizer, args):
     """Loads a checkpoint into model/optimizer/RNG; returns its step."""
+    log(f"restoring checkpoint {os.path.abspath(path)}")
     state = torch.load(path, map_location="cpu")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
@@ -174,7 +181,7 @@ def train_step(model, optimizer, x, y):
     return loss.item()
 
 
-def train(args, model, optimizer, data, start_step, stop):
+def train(args, model, optimizer, data, start_step, stop, faults=None):
     """Runs steps start_step+1..args.steps; returns the exit code (0 when all ran)."""
     train_x, train_y = data[0], data[1]
     batches = BatchOrder(args.seed, len(train_y), args.batch_size)
@@ -183,11 +190,14 @@ def train(args, model, optimizer, data, start_step, stop):
         if step + 1 == args.fail_at_step and first_attempt():
             print(f"simulated failure at step={step + 1} (--fail-at-step)", file=sys.stderr, flush=True)
             return EXIT_SIMULATED_FAILURE
+        if faults:
+            faults.before_step(step + 1, stop)
         idx = batches.indices(step + 1)
         loss = train_step(model, optimizer, train_x[idx], train_y[idx])
         step += 1
         if step % args.log_every == 0 or step == args.steps:
             log(f"step={step} loss={loss:.4f}")
+            TIMELINE.record("step", step=step)
         if step % args.ckpt_every == 0 or step == args.steps:
             save_checkpoint(args.ckpt_dir, step, model, optimizer, args)
         sleep_unless_stopped(args.step_sleep, stop)
@@ -230,6 +240,10 @@ def report(args, model, data):
 def main(argv):
     args = parse_args(argv)
     stop = StopRequest()
+    TIMELINE.path = args.timeline
+    faults = FaultSchedule(args.fault_schedule) if args.fault_schedule else None
+    if faults:
+        faults.check_environment()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     os.makedirs(args.ckpt_dir, exist_ok=True)
@@ -246,9 +260,11 @@ def main(argv):
         log(f"resuming from {os.path.abspath(path)} at step={start_step}")
     else:
         log("starting fresh")
-    code = train(args, model, optimizer, data, start_step, stop)
+    TIMELINE.record("start", attempt=os.environ.get("TPUD_ATTEMPT"), resume_step=start_step)
+    code = train(args, model, optimizer, data, start_step, stop, faults)
     if code == 0:
         report(args, model, data)
+        TIMELINE.record("done")
     return code
 
 

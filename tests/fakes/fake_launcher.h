@@ -39,6 +39,8 @@ class FakeLauncher final : public Launcher {
   Launched& last() { return *launched.back(); }
   // The newest attempt prints `line`.
   void Print(std::string_view line) { launched.back()->observer->OnOutputLine(line); }
+  // Several lines ending in '\n', delivered as one block (as launchers do).
+  void PrintBlock(std::string_view lines) { launched.back()->observer->OnOutputLines(lines); }
 
   std::vector<std::shared_ptr<Launched>> launched;
   absl::Status next_error = absl::OkStatus();  // Returned by the next Launch().

@@ -283,3 +283,45 @@ TEST_CASE("Job: a stop during a TPU reset wins over the reset's restart", "[job]
 
 }  // namespace
 }  // namespace tpud
+
+namespace tpud {
+namespace {
+
+using testing::Harness;
+
+TEST_CASE("Job: goodput splits wall time into startup, restore, progress, waste and recovery",
+          "[job][goodput]") {
+  JobSpec spec = Harness::DefaultSpec();
+  spec.progress.configured = true;
+  spec.progress.regex = R"(^step=(\d+))";
+  spec.progress.restore_regex = "^restoring checkpoint";
+  Harness h(spec);
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(4);  // Startup: imports, compilation.
+  h.launcher.PrintBlock("step=10 loss=2.0\n");
+  h.clock.AdvanceSeconds(10);
+  h.launcher.PrintBlock("checkpoint saved\nstep=20 loss=1.5\n");
+  h.clock.AdvanceSeconds(10);
+  h.launcher.Print("step=30 loss=1.2");
+  h.clock.AdvanceSeconds(2);
+  h.checkpoint = CheckpointRef{"/ckpt/ckpt-20.pt", 20};
+  h.launcher.Kill(SIGABRT);  // At t=26; step 20 was reached at t=14.
+  h.clock.AdvanceSeconds(1);  // Backoff: 1 s.
+  REQUIRE(h.launcher.launched.size() == 2);
+  h.clock.AdvanceSeconds(3);
+  h.launcher.PrintBlock("importing\nrestoring checkpoint /ckpt/ckpt-20.pt\n");
+  h.clock.AdvanceSeconds(2);
+  h.launcher.PrintBlock("step=30 loss=1.2\n");
+  h.clock.AdvanceSeconds(5);
+
+  const GoodputFigures f = h.job->Snapshot().goodput;
+  CHECK(f.badput_of(BadputCause::kStartup).count() == Approx(4 + 3));
+  CHECK(f.badput_of(BadputCause::kCheckpointRestore).count() == Approx(2));
+  CHECK(f.badput_of(BadputCause::kWastedProgress).count() == Approx(12));
+  CHECK(f.badput_of(BadputCause::kRecovery).count() == Approx(1));
+  CHECK(f.productive.count() == Approx(10 + 5));
+  CHECK(f.wall().count() == Approx(37));
+}
+
+}  // namespace
+}  // namespace tpud

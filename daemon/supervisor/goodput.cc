@@ -1,0 +1,144 @@
+#include "daemon/supervisor/goodput.h"
+
+#include <algorithm>
+
+namespace tpud {
+
+std::string_view BadputCauseName(BadputCause cause) {
+  switch (cause) {
+    case BadputCause::kStartup:
+      return "startup";
+    case BadputCause::kCheckpointRestore:
+      return "checkpoint_restore";
+    case BadputCause::kWastedProgress:
+      return "wasted_progress";
+    case BadputCause::kRecovery:
+      return "recovery";
+    case BadputCause::kHangDetection:
+      return "hang_detection";
+  }
+  return "unknown";
+}
+
+Seconds GoodputFigures::wall() const {
+  Seconds total = productive;
+  for (Seconds s : badput) total += s;
+  return total;
+}
+
+std::optional<double> GoodputFigures::ratio() const {
+  const Seconds total = wall();
+  if (total <= Seconds(0)) return std::nullopt;
+  return productive / total;
+}
+
+void GoodputLedger::Add(BadputCause cause, Seconds amount, GoodputFigures& to) const {
+  if (amount > Seconds(0)) to.badput[static_cast<std::size_t>(cause)] += amount;
+}
+
+void GoodputLedger::AddStartup(const AttemptTimes& a, SteadyTime until, GoodputFigures& to) const {
+  const SteadyTime restore = std::clamp(a.restore_began.value_or(until), a.started, until);
+  Add(BadputCause::kStartup, restore - a.started, to);
+  Add(BadputCause::kCheckpointRestore, until - restore, to);
+}
+
+void GoodputLedger::AddProgress(const AttemptTimes& a, std::optional<std::int64_t> resume_step, bool known,
+                                GoodputFigures& to) const {
+  const SteadyTime first = *a.first_progress;
+  // A hung attempt's silence is hang_detection (added when it ended).
+  const SteadyTime end = a.how == AttemptEnd::kHung ? *a.last_progress : *a.ended;
+  SteadyTime kept = end;
+  if (known && !a.samples.empty()) {
+    if (!resume_step) {
+      kept = first;  // The next attempt started from scratch: all of it is redone.
+    } else {
+      auto passed = std::find_if(a.samples.begin(), a.samples.end(),
+                                 [&](const auto& sample) { return sample.first >= *resume_step; });
+      // Not reached: the checkpoint holds more than the last step we saw.
+      kept = passed != a.samples.end() ? passed->second : *a.last_progress;
+    }
+  } else if (known) {
+    kept = *a.last_progress;  // No steps: what came after the last progress line is lost.
+  }
+  kept = std::clamp(kept, first, std::max(first, end));
+  to.productive += kept - first;
+  Add(BadputCause::kWastedProgress, end - kept, to);
+}
+
+void GoodputLedger::OnAttemptStart(SteadyTime now, std::optional<std::int64_t> resume_step) {
+  if (current_ && !current_->ended) OnAttemptEnd(now, AttemptEnd::kOther);
+  if (recovery_since_) {
+    Add(BadputCause::kRecovery, now - *recovery_since_, settled_);
+    recovery_since_.reset();
+  }
+  if (current_ && !current_->settled) AddProgress(*current_, resume_step, /*known=*/true, settled_);
+  current_.emplace();
+  current_->started = now;
+}
+
+void GoodputLedger::OnRestoreBegin(SteadyTime now) {
+  if (!current_ || current_->ended || current_->first_progress || current_->restore_began) return;
+  current_->restore_began = now;
+}
+
+void GoodputLedger::OnProgress(SteadyTime now, std::optional<std::int64_t> step) {
+  if (!current_ || current_->ended) return;
+  AttemptTimes& a = *current_;
+  if (!a.first_progress) {
+    AddStartup(a, now, settled_);
+    a.first_progress = now;
+  }
+  a.last_progress = now;
+  if (!step || (!a.samples.empty() && *step <= a.samples.back().first)) return;
+  if (a.samples.size() >= kMaxSamples) {  // Keep every other sample, the newest included.
+    std::size_t out = 0;
+    for (std::size_t i = 1; i < a.samples.size(); i += 2) a.samples[out++] = a.samples[i];
+    a.samples.resize(out);
+  }
+  a.samples.emplace_back(*step, now);
+}
+
+void GoodputLedger::OnAttemptEnd(SteadyTime now, AttemptEnd how) {
+  if (!current_ || current_->ended) return;
+  AttemptTimes& a = *current_;
+  a.ended = now;
+  a.how = how;
+  if (!a.first_progress) {
+    if (how == AttemptEnd::kHung) {
+      Add(BadputCause::kHangDetection, now - a.started, settled_);
+    } else {
+      AddStartup(a, now, settled_);
+    }
+    a.settled = true;  // No progress to settle.
+  } else if (how == AttemptEnd::kHung) {
+    Add(BadputCause::kHangDetection, now - *a.last_progress, settled_);
+  } else if (how == AttemptEnd::kSucceeded) {
+    settled_.productive += now - *a.first_progress;
+    a.settled = true;
+  }
+  recovery_since_ = now;
+}
+
+void GoodputLedger::OnIdle(SteadyTime now) {
+  if (!recovery_since_) return;
+  Add(BadputCause::kRecovery, now - *recovery_since_, settled_);
+  recovery_since_.reset();
+}
+
+GoodputFigures GoodputLedger::Figures(SteadyTime now) const {
+  GoodputFigures figures = settled_;
+  if (current_ && !current_->settled) {
+    const AttemptTimes& a = *current_;
+    if (a.ended) {
+      AddProgress(a, std::nullopt, /*known=*/false, figures);  // Kept, until the next start says.
+    } else if (!a.first_progress) {
+      AddStartup(a, now, figures);
+    } else {
+      figures.productive += now - *a.first_progress;
+    }
+  }
+  if (recovery_since_) Add(BadputCause::kRecovery, now - *recovery_since_, figures);
+  return figures;
+}
+
+}  // namespace tpud
