@@ -11,6 +11,7 @@ each and what bounds it). Sections, in order:
   control   status RPC latency (persistent client) and one CLI status process
   scale     1000 jobs under one tpud, 100 of them crashing every second
   goodput   the example training job under a fault schedule (bench/goodput.py)
+  micro     the classifier and state store micro-benchmarks (their own lines)
 
 Usage: run_bench.py --build-dir build [--only restart,logs] [--quick]
 --quick shortens every section (for a smoke run); figures from it are not
@@ -32,13 +33,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import supervisors  # noqa: E402
 from supervisors import Supervisord, Tpud, cpu_and_wakeups, pss_mb, rss_mb, wait_for  # noqa: E402
 
-SECTIONS = ["restart", "idle", "logs", "control", "scale", "goodput"]
+SECTIONS = ["restart", "idle", "logs", "control", "scale", "goodput", "micro"]
 _print_lock = threading.Lock()
 
 
 def emit(name, value, unit):
     if isinstance(value, float):
-        value = f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
+        value = f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
     with _print_lock:
         print(f"{name}: {value} {unit}", flush=True)
 
@@ -61,6 +62,8 @@ class Bins:
         self.shim = os.path.join(build_dir, "daemon", "tpud-shim")
         self.child = os.path.join(build_dir, "bench", "bench_child")
         self.control = os.path.join(build_dir, "bench", "tpud_bench_control")
+        self.classifier = os.path.join(build_dir, "bench", "tpud_bench_classifier")
+        self.state_store = os.path.join(build_dir, "bench", "tpud_bench_state_store")
         for path in vars(self).values():
             if not os.access(path, os.X_OK):
                 sys.exit(f"run_bench.py: {path} is missing; build the `bench` target first")
@@ -459,6 +462,12 @@ def main():
             bench_control(bins, tmp, 2000 if quick else 20000, 10 if quick else 50)
         if "scale" in only:
             bench_scale(bins, tmp, 100 if quick else 1000, 10 if quick else 100, 5 if quick else 10)
+        if "micro" in only:
+            for program in (bins.classifier, bins.state_store):
+                out = subprocess.run([program], check=True, capture_output=True, text=True, cwd=tmp).stdout
+                for line in out.splitlines():
+                    with _print_lock:
+                        print(line, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     emit("bench_wall_time", time.monotonic() - started, "s")

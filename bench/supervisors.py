@@ -46,7 +46,7 @@ def _sched_fields(pid, tid):
                 key, sep, value = line.partition(":")
                 if sep:
                     fields[key.strip()] = value.strip()
-    except (FileNotFoundError, ProcessLookupError):
+    except OSError:
         pass
     return fields
 
@@ -94,7 +94,7 @@ def pss_mb(pids):
                 for line in f:
                     if line.startswith("Pss:"):
                         total += int(line.split()[1])
-        except FileNotFoundError:
+        except OSError:  # Gone meanwhile (a crashing job's shim).
             pass
     return total / 1024.0
 

@@ -107,6 +107,32 @@ bool HasUptime(JobState state) {
          state == tpud::v1::JOB_STATE_STOPPING;
 }
 
+Json GoodputJson(const JobStatus& job) {
+  if (!job.has_goodput()) return nullptr;
+  Json badput = Json::object();
+  for (const auto& [cause, seconds] : job.goodput().badput_seconds()) badput[cause] = seconds;
+  return {{"ratio", job.goodput().ratio()},
+          {"productive_seconds", job.goodput().productive_seconds()},
+          {"badput_seconds", badput}};
+}
+
+// "92.5% of 1h02m (badput: startup 12.0s, recovery 25.0s)", causes in the
+// order of daemon/supervisor/goodput.h, zero ones left out.
+std::string DescribeGoodput(const tpud::v1::Goodput& goodput) {
+  double wall = goodput.productive_seconds();
+  for (const auto& [cause, seconds] : goodput.badput_seconds()) wall += seconds;
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.1f%%", 100.0 * goodput.ratio());
+  std::string out = std::string(ratio) + " of " + FormatUptime(wall);
+  std::string badput;
+  for (const char* cause : {"startup", "checkpoint_restore", "wasted_progress", "recovery", "hang_detection"}) {
+    auto it = goodput.badput_seconds().find(cause);
+    if (it == goodput.badput_seconds().end() || it->second <= 0) continue;
+    badput += (badput.empty() ? "" : ", ") + std::string(cause) + " " + FormatDowntime(it->second);
+  }
+  return badput.empty() ? out : out + " (badput: " + badput + ")";
+}
+
 Json JobObject(const JobStatus& job) {
   using internal::TimeJson;
   return {{"name", job.name()},
@@ -128,6 +154,7 @@ Json JobObject(const JobStatus& job) {
           {"state_since_unix_ms", job.state_since_unix_ms()},
           {"last_step", internal::KnownOrNull(job.last_step())},
           {"failures_by_class", internal::FailuresByClassJson(job)},
+          {"goodput", GoodputJson(job)},
           {"last_failure", job.has_last_incident() ? internal::IncidentObject(job.last_incident())
                                                    : Json(nullptr)}};
 }
@@ -272,6 +299,7 @@ std::string FormatJobDetail(const JobStatus& job) {
   AddField(out, "checkpoint", DetailCheckpoint(job.checkpoint()));
   AddField(out, "last exit", internal::DescribeExit(job.last_exit()));
   if (job.failures_by_class_size() > 0) AddField(out, "failures", internal::FailureCounts(job));
+  if (job.has_goodput()) AddField(out, "goodput", DescribeGoodput(job.goodput()));
   AddField(out, "command", OrNone(Join(job.command())));
   AddField(out, "working dir", OrNone(job.working_dir()));
   AddField(out, "origin", OrNone(job.origin()));

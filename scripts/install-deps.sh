@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what building, testing and the demo need, from Debian 12 packages.
+# Installs what building, testing and the demo need, from Debian 12 packages,
+# plus any packages named as arguments (scripts/bench.sh adds supervisor).
 # Idempotent: installs only what is missing. Needs root (or sudo).
 set -euo pipefail
 
@@ -10,6 +11,7 @@ PACKAGES=(
   libre2-dev libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   python3 python3-torch python3-sklearn python3-grpcio
   prometheus curl procps
+  "$@"
 )
 
 missing=()

@@ -49,6 +49,14 @@ void ToProto(const JobSnapshot& s, v1::JobStatus* out) {
   if (s.last_incident) ToProto(*s.last_incident, out->mutable_last_incident());
   out->set_last_step(s.last_step.value_or(-1));
   for (const auto& [name, count] : s.failures_by_class) (*out->mutable_failures_by_class())[name] = count;
+  if (const std::optional<double> ratio = s.goodput.ratio()) {
+    v1::Goodput* goodput = out->mutable_goodput();
+    goodput->set_ratio(*ratio);
+    goodput->set_productive_seconds(s.goodput.productive.count());
+    for (BadputCause cause : kAllBadputCauses) {
+      (*goodput->mutable_badput_seconds())[std::string(BadputCauseName(cause))] = s.goodput.badput_of(cause).count();
+    }
+  }
 }
 
 void ToProto(const JobEvent& e, v1::JobEvent* out) {

@@ -1,7 +1,9 @@
 // The Prometheus endpoint: scraped over HTTP (HttpGet, libcurl) from the address tpud
 // reports in `tpuctl info --json`, and checked with promtool.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 #include "tests/integration/harness.h"
 
@@ -42,6 +44,45 @@ TEST_CASE("tpud: /metrics on the reported address shows job states and passes pr
   }
   INFO("promtool:\n" << promtool.out << promtool.err << "\nscraped:\n" << scrape.body);
   CHECK(promtool.exit_code == 0);
+}
+
+}  // namespace tpud::testing
+
+namespace tpud::testing {
+
+TEST_CASE("tpud: goodput and badput by cause in /metrics and tpuctl status after a restart",
+          "[integration]") {
+  TempDir dir;
+  const std::string marker = (dir / "failed-once").string();
+  TpudProcess tpud(dir, R"(
+- name: trainer
+  command: [/bin/sh, -c, 'echo step=1; sleep 0.3; echo step=2; if [ ! -e )" + marker +
+                            R"( ]; then touch )" + marker + R"(; exit 1; fi; while :; do sleep 0.1; done']
+  start_seconds: 0
+  progress: {regex: '^step=(\d+)', timeout_seconds: 0}
+  restart: {backoff_initial_seconds: 0.5, backoff_max_seconds: 0.5, backoff_jitter: 0}
+)");
+  REQUIRE(tpud.Tpuctl({"start", "trainer"}).exit_code == 0);
+  REQUIRE(WaitFor([&] { return tpud.Status("trainer")["attempt"] == 2; }, Seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // Attempt 2 makes progress.
+
+  const nlohmann::json goodput = tpud.Status("trainer")["goodput"];
+  INFO("goodput: " << goodput.dump());
+  REQUIRE(goodput.is_object());
+  // Attempt 1 started from scratch and so did attempt 2: its 0.3 s of progress was redone.
+  CHECK(goodput["badput_seconds"]["wasted_progress"].get<double>() >= 0.25);
+  CHECK(goodput["badput_seconds"]["recovery"].get<double>() >= 0.45);
+  CHECK(goodput["productive_seconds"].get<double>() > 0.2);
+  CHECK(goodput["ratio"].get<double>() > 0.0);
+  CHECK(goodput["ratio"].get<double>() < 1.0);
+  CHECK_THAT(tpud.Tpuctl({"status", "trainer"}).out, Contains("goodput:"));
+
+  const HttpResult scrape = HttpGet("http://" + tpud.Info()["metrics_address"].get<std::string>() + "/metrics");
+  REQUIRE(scrape.status == 200);
+  CHECK_THAT(scrape.body, Contains("# TYPE tpud_job_goodput_ratio gauge"));
+  CHECK_THAT(scrape.body, Contains("tpud_job_goodput_ratio{job=\"trainer\"} 0."));
+  CHECK_THAT(scrape.body, Contains("tpud_job_badput_seconds{job=\"trainer\",cause=\"recovery\"} "));
+  CHECK_THAT(scrape.body, Contains("tpud_job_badput_seconds{job=\"trainer\",cause=\"hang_detection\"} 0\n"));
 }
 
 }  // namespace tpud::testing

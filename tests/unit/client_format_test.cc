@@ -311,3 +311,32 @@ TEST_CASE("ProbeUnixSocket: names why a socket cannot be reached", "[client]") {
 
 }  // namespace
 }  // namespace tpud::client
+
+namespace tpud::client {
+namespace {
+
+TEST_CASE("FormatJobDetail: goodput with its badput causes, JSON with every cause", "[client]") {
+  JobStatus job;
+  job.set_name("digits");
+  job.set_state(tpud::v1::JOB_STATE_RUNNING);
+  tpud::v1::Goodput* goodput = job.mutable_goodput();
+  goodput->set_ratio(0.75);
+  goodput->set_productive_seconds(3600);
+  (*goodput->mutable_badput_seconds())["startup"] = 600;
+  (*goodput->mutable_badput_seconds())["recovery"] = 12.34;
+  (*goodput->mutable_badput_seconds())["wasted_progress"] = 587.66;
+  (*goodput->mutable_badput_seconds())["hang_detection"] = 0;
+  CHECK_THAT(FormatJobDetail(job),
+             Catch::Contains("goodput:     75.0% of 1h20m (badput: startup 10m00s, wasted_progress "
+                             "9m47s, recovery 12.3s)\n"));
+  const auto json = nlohmann::json::parse(JobJson(job));
+  CHECK(json["goodput"]["ratio"] == 0.75);
+  CHECK(json["goodput"]["badput_seconds"]["recovery"] == 12.34);
+
+  job.clear_goodput();
+  CHECK_THAT(FormatJobDetail(job), !Catch::Contains("goodput"));
+  CHECK(nlohmann::json::parse(JobJson(job))["goodput"].is_null());
+}
+
+}  // namespace
+}  // namespace tpud::client
