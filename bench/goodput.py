@@ -40,7 +40,7 @@ import threading
 import time
 import urllib.request
 
-from supervisors import Supervisord, Tpud, processes_with_argv, wait_for
+from supervisors import Supervisord, Tpud, cmdline_contains, processes_with_argv, wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(REPO, "examples", "digits", "train.py")
@@ -107,15 +107,7 @@ class Maintenance(threading.Thread):
 
 
 def trainer_pids(ckpt_dir):
-    return [pid for pid in processes_with_argv([PYTHON, TRAIN]) if _argv_has(pid, ckpt_dir)]
-
-
-def _argv_has(pid, text):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return text.encode() in f.read()
-    except OSError:
-        return False
+    return [pid for pid in processes_with_argv([PYTHON, TRAIN]) if cmdline_contains(pid, ckpt_dir)]
 
 
 def read_timeline(path):
@@ -217,11 +209,8 @@ def run_tpud(bins, tmp, cap, reset_seconds):
         maintenance.start()
         started = time.monotonic()
         tpud.ctl("start", "digits")
-        timeline = os.path.join(root, "timeline.jsonl")
-        finished = _wait_done(timeline, cap)
-        summary = summarize(read_timeline(timeline), started, not finished)
+        summary = _measure(root, started, cap, maintenance)
         summary["metrics"] = scrape_goodput(tpud)
-        summary["host_taken"] = maintenance.killed
         return summary
     finally:
         maintenance.done.set()
@@ -262,11 +251,7 @@ def run_supervisord(tmp, cap, reset_seconds):
             "startretries": 1000, "stopwaitsecs": 1, "environment": 'PYTHONUNBUFFERED="1"',
             "stdout_logfile": f"{root}/digits.log", "redirect_stderr": "true"}})
         maintenance.start()
-        timeline = os.path.join(root, "timeline.jsonl")
-        finished = _wait_done(timeline, cap - (time.monotonic() - started))
-        summary = summarize(read_timeline(timeline), started, not finished)
-        summary["host_taken"] = maintenance.killed
-        return summary
+        return _measure(root, started, cap, maintenance)
     finally:
         maintenance.done.set()
         if sup:
@@ -276,6 +261,15 @@ def run_supervisord(tmp, cap, reset_seconds):
         metadata.close()
         tpu.close()
         _remove(root)
+
+
+def _measure(root, started, cap, maintenance):
+    """Waits for the run to finish (at most `cap` s after `started`) and sums it up."""
+    timeline = os.path.join(root, "timeline.jsonl")
+    finished = _wait_done(timeline, cap - (time.monotonic() - started))
+    summary = summarize(read_timeline(timeline), started, not finished)
+    summary["host_taken"] = maintenance.killed
+    return summary
 
 
 def _wait_done(timeline, timeout):
@@ -309,8 +303,10 @@ def scrape_goodput(tpud):
 def best_wall(baseline, reset_seconds):
     lost = sum(step - (step // CKPT_EVERY) * CKPT_EVERY for step, kind in FAULTS if kind != "maintenance")
     resets = sum(1 for _, kind in FAULTS if kind in ("deadline", "hang"))
+    kinds = {kind for _, kind in FAULTS}
     return (baseline["wall"] + len(FAULTS) * baseline["startup"] + lost * baseline["step_time"] +
-            resets * reset_seconds + HANG_TIMEOUT + MAINTENANCE_SECONDS)
+            resets * reset_seconds + (HANG_TIMEOUT if "hang" in kinds else 0) +
+            (MAINTENANCE_SECONDS if "maintenance" in kinds else 0))
 
 
 def run(bins, tmp, emit, note, quick, reset_seconds=4.0):

@@ -178,7 +178,7 @@ class Tpud:
 
     def shim_pids(self):
         return [pid for pid in processes_with_argv([self.bins.shim])
-                if _cmdline_contains(pid, self.root)]
+                if cmdline_contains(pid, self.root)]
 
     def log_path(self, job):
         return os.path.join(self.root, "logs", job + ".log")
@@ -188,18 +188,23 @@ class Tpud:
             return f.read()
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         for pid in self.shim_pids():  # Nothing may outlive a benchmark.
             _kill_quietly(pid)
 
 
-def _cmdline_contains(pid, text):
+def terminate(proc):
+    """SIGTERM, then SIGKILL after 60 s; waits for the exit."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def cmdline_contains(pid, text):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return text.encode() in f.read()
@@ -291,10 +296,4 @@ class Supervisord:
         return [info["pid"] for info in self.rpc.supervisor.getAllProcessInfo() if info["pid"]]
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)

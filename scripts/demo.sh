@@ -41,6 +41,7 @@ jobs:
               "--result-file", "$DEMO/result.json"]
     checkpoint: { dir: $DEMO/ckpt, layout: pattern, pattern: 'ckpt-(\d+)\.pt$' }
     resume_args: ["--resume-from", "{checkpoint}"]
+    progress: { regex: '^step=(\d+)', restore_regex: '^restoring checkpoint', timeout_seconds: 600 }
     restart: { max_restarts: 3, backoff_initial_seconds: 1 }
     stop: { grace_seconds: 10 }
 YAML

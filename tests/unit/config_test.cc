@@ -416,6 +416,24 @@ TEST_CASE("Config: the repo's example config and job spec parse", "[config]") {
   CHECK(job->checkpoint.dir == "/mnt/checkpoints/example");
   CHECK(job->stop.signals == StopPolicy{}.signals);  // The example shows the default ladder.
   CHECK(job->log.max_bytes == 50u << 20);
+
+  const fs::path digits = source_dir / "examples/digits/digits.yaml";
+  absl::StatusOr<JobSpec> digits_job = ParseJobSpec(ReadText(digits), digits.string(), digits.parent_path());
+  INFO(digits_job.status().ToString());
+  REQUIRE(digits_job.ok());
+  CHECK(digits_job->progress.restore_regex == "^restoring checkpoint");
+  CHECK(ValidateJobSpec(*digits_job).ok());
+}
+
+TEST_CASE("Config: a bad progress.restore_regex is an error naming the key", "[config]") {
+  JobSpec spec;
+  spec.name = "t";
+  spec.command = {"/bin/true"};
+  spec.progress.configured = true;
+  spec.progress.restore_regex = "(unclosed";
+  const absl::Status status = ValidateJobSpec(spec);
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(status.message()), Catch::Contains("progress.restore_regex: missing )"));
 }
 
 }  // namespace

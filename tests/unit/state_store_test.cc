@@ -378,3 +378,23 @@ TEST_CASE("SqliteStateStore: a state_dir that is a file is an error naming it", 
 
 }  // namespace
 }  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("SqliteStateStore: after Sync the database file alone holds every write", "[state]") {
+  TempDir dir;
+  std::unique_ptr<StateStore> store = OpenSqlite(dir.path());
+  RequireOk(store->PutJob(FullJob("digits")));
+  RequireOk(store->Sync());  // Checkpoints the WAL (fsynced) into tpud.db.
+  // What a power loss could leave if the WAL were lost: tpud.db alone.
+  TempDir copy;
+  std::filesystem::copy_file(dir.path() / "tpud.db", copy.path() / "tpud.db");
+  std::unique_ptr<StateStore> reopened = OpenSqlite(copy.path());
+  std::vector<JobRecord> jobs = RequireOk(reopened->LoadJobs());
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0] == FullJob("digits"));
+}
+
+}  // namespace
+}  // namespace tpud
