@@ -327,8 +327,7 @@ def run(bins, tmp, emit, note, quick, reset_seconds=4.0):
     results.append(("supervisord", run_supervisord(tmp, cap, reset_seconds)))
     for name, result in results:
         useful = baseline["step_time"] * result["kept_steps"] if not result["done"] else baseline["useful"]
-        emit(f"goodput_{name}_finished", "yes" if result["done"] else f"no (stopped after {result['wall']:.0f} s)",
-             "")
+        emit(f"goodput_{name}_finished", 1 if result["done"] else 0, "bool")
         emit(f"goodput_{name}_wall", result["wall"], "s")
         emit(f"goodput_{name}_steps_kept", result["kept_steps"], "steps")
         emit(f"goodput_{name}_ratio", 100.0 * useful / result["wall"], "%")
@@ -336,9 +335,8 @@ def run(bins, tmp, emit, note, quick, reset_seconds=4.0):
         if not result["done"]:
             emit(f"goodput_{name}_stuck_at_step", result["last_step"], "steps")
         for index, incident in enumerate(result["incidents"], 1):
-            downtime = incident["downtime"]
-            emit(f"goodput_{name}_incident{index}_downtime",
-                 downtime if downtime is not None else "never recovered", "s" if downtime is not None else "")
+            if incident["downtime"] is not None:  # None: the next attempt never got to a step.
+                emit(f"goodput_{name}_incident{index}_downtime", incident["downtime"], "s")
         for key, value in sorted(result.get("metrics", {}).items()):
             unit = "" if key == "ratio" else "s"
             emit(f"goodput_tpud_metric_{key}", 100.0 * value if key == "ratio" else value,

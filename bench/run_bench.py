@@ -2,7 +2,8 @@
 """tpud against Debian's supervisord 4.2.5, side by side in one run.
 
 Prints one `name: value unit` line per figure (README "Benchmarks" explains
-each and what bounds it). Sections, in order:
+each and what bounds it); values are numbers, lines starting with '#' are
+notes. Sections, in order:
 
   restart   child exit -> replacement started, zero backoff, N restarts each
   idle      daemon CPU, wakeups and RSS over a window with 1 and 100 quiet jobs;
