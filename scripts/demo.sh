@@ -71,6 +71,8 @@ say "Waiting for training to finish"
 wait_until 120 "the job to succeed" field_is '["state"]' succeeded
 "$TPUCTL" status
 "$TPUCTL" logs digits -n 1
+# Where the wall time went (also tpud_job_goodput_ratio / tpud_job_badput_seconds in /metrics).
+"$TPUCTL" status digits | grep '^goodput:'
 
 say "Result"
 python3 - "$DEMO/reference.json" "$DEMO/result.json" <<'PY'
