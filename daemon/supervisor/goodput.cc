@@ -48,14 +48,12 @@ void GoodputLedger::AddProgress(const AttemptTimes& a, std::optional<std::int64_
   // A hung attempt's silence is hang_detection (added when it ended).
   const SteadyTime end = a.how == AttemptEnd::kHung ? *a.last_progress : *a.ended;
   SteadyTime kept = end;
-  if (known && !a.samples.empty()) {
+  if (known && a.last_sample_step()) {
     if (!resume_step) {
       kept = first;  // The next attempt started from scratch: all of it is redone.
     } else {
-      auto passed = std::find_if(a.samples.begin(), a.samples.end(),
-                                 [&](const auto& sample) { return sample.first >= *resume_step; });
       // Not reached: the checkpoint holds more than the last step we saw.
-      kept = passed != a.samples.end() ? passed->second : *a.last_progress;
+      kept = a.FirstReached(*resume_step).value_or(*a.last_progress);
     }
   } else if (known) {
     kept = *a.last_progress;  // No steps: what came after the last progress line is lost.
@@ -89,13 +87,34 @@ void GoodputLedger::OnProgress(SteadyTime now, std::optional<std::int64_t> step)
     a.first_progress = now;
   }
   a.last_progress = now;
-  if (!step || (!a.samples.empty() && *step <= a.samples.back().first)) return;
-  if (a.samples.size() >= kMaxSamples) {  // Keep every other sample, the newest included.
-    std::size_t out = 0;
-    for (std::size_t i = 1; i < a.samples.size(); i += 2) a.samples[out++] = a.samples[i];
-    a.samples.resize(out);
-  }
-  a.samples.emplace_back(*step, now);
+  const std::optional<std::int64_t> last = a.last_sample_step();
+  if (step && (!last || *step > *last)) a.AddSample(*step, now);
+}
+
+void GoodputLedger::AttemptTimes::AddSample(std::int64_t step, SteadyTime time) {
+  recent.emplace_back(step, time);
+  if (recent.size() <= kRecentSamples) return;
+  const auto oldest = recent.front();
+  recent.pop_front();
+  if (evicted++ % stride != 0) return;
+  history.push_back(oldest);
+  if (history.size() < kHistorySamples) return;
+  std::size_t out = 0;  // Full: keep every other one, twice as far apart from now on.
+  for (std::size_t i = 0; i < history.size(); i += 2) history[out++] = history[i];
+  history.resize(out);
+  stride *= 2;
+}
+
+std::optional<std::int64_t> GoodputLedger::AttemptTimes::last_sample_step() const {
+  if (!recent.empty()) return recent.back().first;
+  return std::nullopt;
+}
+
+std::optional<SteadyTime> GoodputLedger::AttemptTimes::FirstReached(std::int64_t step) const {
+  auto reached = [step](const auto& sample) { return sample.first >= step; };
+  if (auto it = std::find_if(history.begin(), history.end(), reached); it != history.end()) return it->second;
+  if (auto it = std::find_if(recent.begin(), recent.end(), reached); it != recent.end()) return it->second;
+  return std::nullopt;
 }
 
 void GoodputLedger::OnAttemptEnd(SteadyTime now, AttemptEnd how) {

@@ -24,7 +24,9 @@
 // move to wasted_progress; the figures are "tpud's best knowledge now", not
 // counters. Steps come from progress.regex's group 1; without steps, all
 // progress up to the last progress line counts as kept. A job without a
-// `progress` section counts output and being RUNNING as progress.
+// `progress` section counts output and being RUNNING as progress. The ledger
+// starts with tpud: an attempt re-attached after a tpud restart counts as
+// progressing from the re-attach.
 //
 // Inspired by the goodput/badput split of Google's ML Goodput Measurement
 // library (its badput buckets: TPU initialization, training preparation,
@@ -32,9 +34,12 @@
 // accounting (../shared/reference/peers.md); here measured from outside the
 // trainer, from the events tpud sees.
 //
-// Precision: step times are kept as samples (at most kMaxSamples per attempt,
-// thinned evenly when full), so the wasted-progress boundary is found to
-// within one retained sample interval.
+// Precision and memory: an attempt keeps its newest kRecentSamples (step,
+// time) samples exactly, and at most kHistorySamples older ones, evenly
+// spaced over the attempt (the spacing doubles whenever they fill up): 8 KiB
+// per job. The next attempt nearly always resumes from a recent checkpoint,
+// whose boundary is then exact; an older one is found to within
+// 1/kHistorySamples of the attempt's progress lines.
 //
 // Thread-safety: not thread-safe; owned by the Job, on the event loop.
 #pragma once
@@ -42,6 +47,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -73,7 +79,8 @@ enum class AttemptEnd { kSucceeded, kHung, kOther };
 
 class GoodputLedger {
  public:
-  static constexpr std::size_t kMaxSamples = 4096;
+  static constexpr std::size_t kRecentSamples = 256;
+  static constexpr std::size_t kHistorySamples = 256;
 
   // An attempt was launched; `resume_step` is the checkpoint step it resumes
   // from (nullopt: from scratch). Settles the previous attempt's progress.
@@ -102,7 +109,17 @@ class GoodputLedger {
     std::optional<SteadyTime> ended;
     AttemptEnd how = AttemptEnd::kOther;
     bool settled = false;  // Its progress is accounted (succeeded, or the next one started).
-    std::vector<std::pair<std::int64_t, SteadyTime>> samples;  // Increasing steps.
+    // (step, time) with increasing steps: every `stride`-th older sample in
+    // `history`, then the newest ones in `recent`.
+    std::vector<std::pair<std::int64_t, SteadyTime>> history;
+    std::deque<std::pair<std::int64_t, SteadyTime>> recent;
+    std::size_t stride = 1;
+    std::size_t evicted = 0;  // Samples that have left `recent`.
+
+    void AddSample(std::int64_t step, SteadyTime time);
+    std::optional<std::int64_t> last_sample_step() const;
+    // When the attempt first reached `step`, if it did (to within the spacing).
+    std::optional<SteadyTime> FirstReached(std::int64_t step) const;
   };
 
   void Add(BadputCause cause, Seconds amount, GoodputFigures& to) const;

@@ -43,6 +43,9 @@ void Job::Resume(std::unique_ptr<Attempt> adopted, int adopted_attempt) {
     attempt_number_ = std::max(attempt_number_, adopted_attempt);
     attempt_started_ = deps_.clock->Now() - (deps_.clock->WallNow() - state_since_);
     if (state_ != JobState::kStopping) state_ = JobState::kRunning;
+    // Goodput counts from here: the attempt was up and (most likely) training.
+    goodput_.OnAttemptStart(deps_.clock->Now(), std::nullopt);
+    goodput_.OnProgress(deps_.clock->Now(), std::nullopt);
     BeginAttemptWatch();
     SPDLOG_INFO("job {}: re-attached to attempt {} (pid {})", spec_.name, attempt_number_, attempt_->pid());
     if (state_ == JobState::kStopping) SendStopRung(0);

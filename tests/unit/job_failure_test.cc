@@ -325,3 +325,30 @@ TEST_CASE("Job: goodput splits wall time into startup, restore, progress, waste 
 
 }  // namespace
 }  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Job: an attempt re-attached after a tpud restart counts as progressing from then",
+          "[job][goodput]") {
+  JobSpec spec = Harness::DefaultSpec();
+  spec.progress.configured = true;
+  spec.progress.regex = R"(^step=(\d+))";
+  spec.progress.timeout_seconds = 0;
+  Harness h(spec);
+  h.job->Restore(JobState::kRunning, "running", h.clock.WallNow(), 3, 1, 3, {}, std::nullopt, {});
+  LaunchSpec launch;
+  launch.job = "digits";
+  absl::StatusOr<std::unique_ptr<Attempt>> adopted = h.launcher.Launch(launch, h.job.get());
+  REQUIRE(adopted.ok());
+  h.job->Resume(std::move(*adopted), 3);
+  h.clock.AdvanceSeconds(10);
+  h.launcher.PrintBlock("step=500 loss=0.1\n");
+  h.clock.AdvanceSeconds(5);
+  const GoodputFigures f = h.job->Snapshot().goodput;
+  CHECK(f.productive.count() == Approx(15));
+  CHECK(f.badput_of(BadputCause::kStartup).count() == Approx(0));
+}
+
+}  // namespace
+}  // namespace tpud
