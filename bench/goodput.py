@@ -301,7 +301,8 @@ def scrape_goodput(tpud):
 
 
 def best_wall(baseline, reset_seconds):
-    lost = sum(step - (step // CKPT_EVERY) * CKPT_EVERY for step, kind in FAULTS if kind != "maintenance")
+    # A fault at step s strikes before s completes: steps since the checkpoint up to s - 1 are lost.
+    lost = sum((step - 1) % CKPT_EVERY for step, kind in FAULTS if kind != "maintenance")
     resets = sum(1 for _, kind in FAULTS if kind in ("deadline", "hang"))
     kinds = {kind for _, kind in FAULTS}
     return (baseline["wall"] + len(FAULTS) * baseline["startup"] + lost * baseline["step_time"] +

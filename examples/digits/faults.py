@@ -126,7 +126,8 @@ class FaultSchedule:
 
 class Timeline:
     """Appends one JSON object per event to a file (train.py --timeline):
-    start (attempt, resume_step), step (step), checkpoint (step), done; each
+    start (attempt, resume_step), step (step, after each one), checkpoint
+    (step), done; each
     with `t`, time.monotonic() (CLOCK_MONOTONIC, shared by all processes)."""
 
     def __init__(self, path):

@@ -195,9 +195,9 @@ def train(args, model, optimizer, data, start_step, stop, faults=None):
         idx = batches.indices(step + 1)
         loss = train_step(model, optimizer, train_x[idx], train_y[idx])
         step += 1
+        TIMELINE.record("step", step=step)
         if step % args.log_every == 0 or step == args.steps:
             log(f"step={step} loss={loss:.4f}")
-            TIMELINE.record("step", step=step)
         if step % args.ckpt_every == 0 or step == args.steps:
             save_checkpoint(args.ckpt_dir, step, model, optimizer, args)
         sleep_unless_stopped(args.step_sleep, stop)
