@@ -15,7 +15,7 @@
 //   - jobs submitted over the API (origin submitted:/adhoc) are left alone;
 //   - top-level keys other than jobs and jobs_dir (socket, socket_group,
 //     socket_mode, state_dir, log_dir, metrics, gce_metadata, launcher,
-//     stop_jobs_on_exit) take effect at the next start of tpud: a reload
+//     stop_jobs_on_exit, tpu) take effect at the next start of tpud: a reload
 //     that changes one logs a warning and keeps the running value.
 #pragma once
 

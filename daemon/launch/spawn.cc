@@ -40,8 +40,14 @@ struct ChildSetup {
   }
 };
 
+// What systemd hands to the service itself (sd_notify(3), sd_listen_fds(3)):
+// they describe tpud, and a job that used them would talk to systemd as tpud.
+constexpr const char* kServiceOnlyVariables[] = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
+                                                 "LISTEN_FDS",    "LISTEN_PID",    "LISTEN_FDNAMES"};
+
 bp::environment BuildEnvironment(const LaunchSpec& spec) {
   bp::environment env = boost::this_process::environment();
+  for (const char* name : kServiceOnlyVariables) env.erase(name);
   for (const auto& [key, value] : spec.env) {
     if (value.empty()) {
       env[key] = "";  // Boost drops empty values; set then keep the key visible.

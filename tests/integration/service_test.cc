@@ -134,8 +134,9 @@ TEST_CASE("systemd: READY=1 with STATUS once listening, WATCHDOG=1 from the loop
         "");
   notify.Clear();
   CHECK(WaitFor([&] { return notify.Count("WATCHDOG=1") >= 3; }, Seconds(3)));  // Every 0.2 s.
-  // The job does not inherit the watchdog (sd_watchdog_enabled unset it).
+  // The job inherits neither the watchdog nor the notification socket: they are tpud's.
   CHECK(tpud->Logs("sleeper").find("WATCHDOG_USEC") == std::string::npos);
+  CHECK(tpud->Logs("sleeper").find("NOTIFY_SOCKET") == std::string::npos);
 
   REQUIRE(::kill(tpud->pid(), SIGHUP) == 0);
   CHECK(

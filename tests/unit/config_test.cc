@@ -406,6 +406,9 @@ TEST_CASE("Config: the repo's example config and job spec parse", "[config]") {
   CHECK(config.state_dir == "/var/lib/tpud");
   CHECK(config.log_dir == "/var/log/tpud");
   CHECK(config.metrics.listen == "127.0.0.1:9464");
+  CHECK(config.launcher == "shim");
+  CHECK_FALSE(config.stop_jobs_on_exit);
+  CHECK(config.gce_metadata.enabled == "auto");
   CHECK(config.jobs.empty());
 
   const fs::path example = source_dir / "config/jobs.d/example.yaml.disabled";

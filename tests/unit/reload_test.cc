@@ -102,9 +102,10 @@ TEST_CASE("Reload: top-level keys other than jobs wait for a restart", "[reload]
   next.socket_group = "tpud";
   next.metrics.listen = "0.0.0.0:9464";
   next.jobs_dir = "/etc/tpud/jobs.d";  // Applies: jobs are re-read.
+  next.tpu.backend = "api";
   const ReloadPlan plan = PlanReload(running, next, {});
-  CHECK(plan.restart_needed == Names_{"socket", "socket_group", "metrics.listen"});
-  CHECK(DescribePlan(plan) == "unchanged until tpud restarts: socket, socket_group, metrics.listen");
+  CHECK(plan.restart_needed == Names_{"socket", "socket_group", "metrics.listen", "tpu"});
+  CHECK(DescribePlan(plan) == "unchanged until tpud restarts: socket, socket_group, metrics.listen, tpu");
 }
 
 TEST_CASE("systemd STATUS=: jobs summarized by state", "[reload]") {
