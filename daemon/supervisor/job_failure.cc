@@ -58,13 +58,11 @@ void Job::OnOutputLines(std::string_view lines) {
   deps_.listener->OnJobOutputLines(spec_.name, lines);
 }
 
+// Single lines are rare (a last line without '\n', test fakes): a block of one.
 void Job::OnOutputLine(std::string_view line) {
-  const SteadyTime now = deps_.clock->Now();
-  if (scanner_) scanner_->ScanLine(line);
-  const bool counted = progress_ && progress_->OnOutputLine(line, now);
-  AccountOutput(line, counted, now);
-  OnProgressEvent(counted);
-  deps_.listener->OnJobOutput(spec_.name, line);
+  std::string block(line);
+  block.push_back('\n');
+  OnOutputLines(block);
 }
 
 void Job::AccountOutput(std::string_view lines, bool counted, SteadyTime now) {
