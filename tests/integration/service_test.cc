@@ -182,7 +182,7 @@ TEST_CASE(
   CHECK(tpud.Tpuctl({"status", "busy"}).exit_code == 3);
 }
 
-TEST_CASE("Reload: a bad config is rejected naming file, line and key; the running config stays",
+TEST_CASE("Reload: a bad config is rejected naming file, line and key, the running config stays",
           "[integration][service]") {
   TempDir dir;
   TpudProcess tpud(dir, SleeperJob("keep"));

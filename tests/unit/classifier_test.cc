@@ -427,7 +427,7 @@ TEST_CASE("Classifier: ^ and $ in a rule anchor at line boundaries inside a bloc
   CHECK(ClassifyBlock("ok\nnot FATAL here\n", classifier).rule == "exit:code 1");
 }
 
-TEST_CASE("Classifier: a block no rule matches is passed over, \\A rules force line by line",
+TEST_CASE("Classifier: a block no rule matches is passed over, text-anchored rules force line by line",
           "[classifier]") {
   auto classifier = MakeClassifier();
   CHECK_FALSE(classifier->MayMatchLines("step=1 loss=2.0\nstep=2 loss=1.9\n"));

@@ -47,7 +47,7 @@ TEST_CASE("Job preflight: a check a reset may fix asks for the reset, then check
   CHECK(h.launcher.launched.size() == 1);
 }
 
-TEST_CASE("Job preflight: only the first failure in a row resets; later ones back off, doubling",
+TEST_CASE("Job preflight: only the first failure in a row resets, later ones back off, doubling",
           "[job][preflight]") {
   Harness h(Harness::DefaultSpec(), /*with_tpu_reset=*/true);
   for (int i = 0; i < 3; ++i) h.preflight_verdicts.push_back(Failing("holders: pid 7", FailureClass::kDeviceBusy));

@@ -51,7 +51,7 @@ TEST_CASE("TPU checks: missing devices fail only when required", "[tpu][checks]"
   CHECK_FALSE(devices.reset_for.has_value());
 }
 
-TEST_CASE("TPU checks: a foreign holder asks for a local reset; another job's attempt does not",
+TEST_CASE("TPU checks: a foreign holder asks for a local reset, another job's attempt does not",
           "[tpu][checks]") {
   TpuFacts f = Healthy();
   f.holders = std::vector<FileHolder>{{77, "/dev/accel0", "python3"}};

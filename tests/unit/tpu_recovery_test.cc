@@ -71,7 +71,7 @@ TEST_CASE("Ladder: connection resets the node only when its health is known and 
   CHECK(Rung(FC::kConnection, std::nullopt, /*has_node=*/false) == TpuRung::kNone);
 }
 
-TEST_CASE("Ladder: local first climbs to the node when escalated; local stands in for a missing node backend",
+TEST_CASE("Ladder: local first climbs to the node when escalated, local stands in for a missing node backend",
           "[tpu][ladder]") {
   CHECK(Rung(FC::kDeviceBusy, Node("READY", "HEALTHY"), true, /*escalate=*/true) == TpuRung::kNodeReset);
   CHECK(Rung(FC::kDeviceBusy, std::nullopt, /*has_node=*/false, /*escalate=*/true) == TpuRung::kLocal);
@@ -172,7 +172,7 @@ TEST_CASE("TpuRecovery: the same failure again after a local reset climbs to the
   CHECK(rig.Reset(FC::kDeviceBusy, "other-job").backend == "local");  // Another job starts at the bottom.
 }
 
-TEST_CASE("TpuRecovery: connection on a HEALTHY node does nothing; on an unhealthy one resets it",
+TEST_CASE("TpuRecovery: connection on a HEALTHY node does nothing, on an unhealthy one resets it",
           "[tpu][recovery]") {
   Rig rig;
   const TpuResetResult healthy = rig.Reset(FC::kConnection);
@@ -278,7 +278,7 @@ TEST_CASE("TpuRecovery: destruction cancels the reset in flight and never calls 
   CHECK_FALSE(called);
 }
 
-TEST_CASE("TpuRecovery::Create: none gives no service; bad config names the key", "[tpu][recovery]") {
+TEST_CASE("TpuRecovery::Create: none gives no service, bad config names the key", "[tpu][recovery]") {
   boost::asio::io_context io;
   TpuConfig config;
   auto none = TpuRecovery::Create(io, config, {});

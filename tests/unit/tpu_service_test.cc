@@ -94,7 +94,7 @@ TEST_CASE("TPU service: ResetTpu runs the named backend and answers with its res
   CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-TEST_CASE("TPU service: Doctor lists the checks per job with fixes; NOT_FOUND for an unknown job",
+TEST_CASE("TPU service: Doctor lists the checks per job with fixes, NOT_FOUND for an unknown job",
           "[tpu][rpc]") {
   ServiceRig rig;
   grpc::ServerContext ctx;
