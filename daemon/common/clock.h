@@ -29,7 +29,9 @@ class Clock {
   // Runs `fn` once, `delay` from now (a zero or negative delay runs it on the
   // next turn of the loop, never inline). Returns an id for Cancel; never 0.
   virtual TimerId RunAfter(std::chrono::nanoseconds delay, std::function<void()> fn) = 0;
-  // Cancels a pending timer; a no-op for 0, a fired or an unknown id.
+  // Cancels a pending timer: once Cancel returns, its callback never runs,
+  // even if its deadline had already passed. A no-op for 0, a fired or an
+  // unknown id.
   virtual void Cancel(TimerId id) = 0;
 };
 
