@@ -164,6 +164,18 @@ Result RestartJob(const Session& session, const std::string& name) {
   return PrintJobLine(session, status, response.job());
 }
 
+Result RemoveJob(const Session& session, const std::string& name) {
+  grpc::ClientContext context;
+  SetDeadline(context, session.timeout);
+  tpud::v1::RemoveJobRequest request;
+  request.set_name(name);
+  tpud::v1::RemoveJobResponse response;
+  const grpc::Status status = session.stub->RemoveJob(&context, request, &response);
+  if (!status.ok()) return FromStatus(session, status);
+  *session.out << "removed " << name << " (its logs and checkpoints are left as they are)\n";
+  return CheckOutput(session);
+}
+
 Result ShowStatus(const Session& session, const std::optional<std::string>& name, bool json) {
   grpc::ClientContext context;
   SetDeadline(context, session.timeout);

@@ -49,6 +49,8 @@ Result StartJob(const Session& session, const tpud::v1::StartJobRequest& request
 // StopJob / RestartJob; print FormatJobLine of the resulting status.
 Result StopJob(const Session& session, const std::string& name);
 Result RestartJob(const Session& session, const std::string& name);
+// RemoveJob; prints "removed NAME ...".
+Result RemoveJob(const Session& session, const std::string& name);
 
 // Without a name: ListJobs as FormatStatusTable, or JobsJson with `json`.
 // With a name: GetJob as FormatJobDetail, or JobJson with `json`.

@@ -1,10 +1,15 @@
 #include "client/connection.h"
 
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
+#include <vector>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -69,6 +74,19 @@ bool WaitUntilReady(grpc::Channel& channel, std::chrono::system_clock::time_poin
 
 }  // namespace
 
+std::optional<std::string> PredictDenial(const std::string& socket_path) {
+  struct stat st {};
+  if (::stat(socket_path.c_str(), &st) != 0) return std::nullopt;
+  const uid_t uid = ::geteuid();
+  if (uid == 0 || uid == st.st_uid || ::getegid() == st.st_gid) return std::nullopt;
+  std::vector<gid_t> groups(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
+  groups.resize(static_cast<std::size_t>(std::max(::getgroups(static_cast<int>(groups.size()), groups.data()), 0)));
+  if (std::find(groups.begin(), groups.end(), st.st_gid) != groups.end()) return std::nullopt;
+  std::string group_name = std::to_string(st.st_gid);
+  if (const struct group* entry = ::getgrgid(st.st_gid)) group_name = entry->gr_name;
+  return "permission denied: uid " + std::to_string(uid) + " is not root nor in group " + group_name;
+}
+
 std::string UnreachableMessage(const std::string& socket_path, const std::string& reason) {
   return "cannot reach tpud at " + socket_path + ": " + reason +
          " (is tpud running? set --socket or TPUD_SOCKET)";
@@ -81,6 +99,11 @@ Result ResultFromStatus(const grpc::Status& status, const std::string& socket_pa
     case grpc::StatusCode::OK:
       return Result::Ok();
     case grpc::StatusCode::UNAVAILABLE:
+      // tpud closes a connection from a peer it does not admit before gRPC
+      // sees it; the client then only sees it go away.
+      if (std::optional<std::string> denied = PredictDenial(socket_path)) return {kExitError, *denied};
+      // tpud itself answered: it cannot carry the request out now (rpc/service.h).
+      if (message.rfind("state store", 0) == 0) return {kExitError, message};
       return {
           kExitUnreachable,
           UnreachableMessage(socket_path, message.empty() ? "unavailable" : Lowercased(message))};
@@ -120,6 +143,8 @@ Result Connect(const std::string& socket_path, std::chrono::duration<double> con
   // Probe first: an absent socket or a dead listener is reported at once and
   // with the precise errno, instead of as a gRPC connectivity state.
   if (std::string reason = ProbeUnixSocket(socket_path); !reason.empty()) {
+    // EACCES: the socket's mode keeps this user out (the default 0660).
+    if (std::optional<std::string> denied = PredictDenial(socket_path)) return {kExitError, *denied};
     return {kExitUnreachable, UnreachableMessage(socket_path, reason)};
   }
   auto candidate = grpc::CreateChannel("unix:" + socket_path, grpc::InsecureChannelCredentials());
@@ -127,6 +152,7 @@ Result Connect(const std::string& socket_path, std::chrono::duration<double> con
       std::chrono::system_clock::now() +
       std::chrono::duration_cast<std::chrono::system_clock::duration>(connect_timeout);
   if (!WaitUntilReady(*candidate, deadline)) {
+    if (std::optional<std::string> denied = PredictDenial(socket_path)) return {kExitError, *denied};
     std::string reason = ProbeUnixSocket(socket_path);
     if (reason.empty()) reason = "no gRPC connection within " + SecondsText(connect_timeout);
     return {kExitUnreachable, UnreachableMessage(socket_path, reason)};

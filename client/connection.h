@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -24,6 +25,13 @@ struct Result {
   static Result Ok() { return {}; }
   bool ok() const { return exit_code == kExitOk; }
 };
+
+// Whether tpud will refuse this process, judged from the socket file the way
+// tpud's access policy judges a peer (rpc/peer_auth.h: root, the socket's
+// owner, or a member of its group): the message tpud would give, e.g.
+// "permission denied: uid 65534 is not root nor in group tpud"; nullopt when
+// this process may connect (or the socket cannot be examined).
+std::optional<std::string> PredictDenial(const std::string& socket_path);
 
 // The message for an unreachable daemon:
 //   "cannot reach tpud at PATH: REASON (is tpud running? set --socket or TPUD_SOCKET)"

@@ -156,7 +156,11 @@ Json JobObject(const JobStatus& job) {
           {"failures_by_class", internal::FailuresByClassJson(job)},
           {"goodput", GoodputJson(job)},
           {"last_failure", job.has_last_incident() ? internal::IncidentObject(job.last_incident())
-                                                   : Json(nullptr)}};
+                                                   : Json(nullptr)},
+          {"user", job.user()},
+          {"group", job.group()},
+          {"log_dropped_bytes", job.log_dropped_bytes()},
+          {"log_dropping", job.log_dropping()}};
 }
 
 using Row = std::array<std::string, 10>;
@@ -303,7 +307,16 @@ std::string FormatJobDetail(const JobStatus& job) {
   AddField(out, "command", OrNone(Join(job.command())));
   AddField(out, "working dir", OrNone(job.working_dir()));
   AddField(out, "origin", OrNone(job.origin()));
-  AddField(out, "log", OrNone(job.log_path()));
+  if (!job.user().empty() || !job.group().empty()) {
+    AddField(out, "runs as", (job.user().empty() ? "tpud's user" : job.user()) +
+                                 (job.group().empty() ? "" : ":" + job.group()));
+  }
+  std::string log = OrNone(job.log_path());
+  if (job.log_dropped_bytes() > 0) {
+    log += " (" + std::to_string(job.log_dropped_bytes()) + " bytes of output lost" +
+           (job.log_dropping() ? ", dropping now: disk full?" : "") + ")";
+  }
+  AddField(out, "log", log);
   internal::AddLastFailure(out, job);
   return out;
 }
@@ -337,6 +350,14 @@ std::string FormatDaemonInfo(const tpud::v1::GetDaemonInfoResponse& info,
   AddField(out, "socket", socket_path);
   AddField(out, "metrics", OrNone(info.metrics_address()));
   AddField(out, "config", OrNone(info.config_path()));
+  AddField(out, "cgroups", OrNone(info.attempt_cgroups()));
+  std::string store = info.state_store_ok() ? "ok" : "FAILING: " + info.state_store_error();
+  if (info.state_store_errors_total() > 0) {
+    store += " (" + std::to_string(info.state_store_errors_total()) + " failed writes since start";
+    if (info.state_store_ok()) store += "; last: " + info.state_store_error();
+    store += ")";
+  }
+  AddField(out, "state store", store);
   return out;
 }
 
@@ -348,7 +369,11 @@ std::string DaemonInfoJson(const tpud::v1::GetDaemonInfoResponse& info,
               {"config_path", info.config_path()},
               {"start_time", internal::TimeJson(info.start_time_unix_ms())},
               {"start_time_unix_ms", info.start_time_unix_ms()},
-              {"socket", socket_path}};
+              {"socket", socket_path},
+              {"attempt_cgroups", info.attempt_cgroups()},
+              {"state_store_ok", info.state_store_ok()},
+              {"state_store_error", info.state_store_error()},
+              {"state_store_errors_total", info.state_store_errors_total()}};
   return Dump(out);
 }
 

@@ -97,6 +97,10 @@ void AddJobCommands(CLI::App& app, Options& options) {
       ->add_option("NAME", options.job, "Job name")
       ->type_name("")
       ->required();
+  app.add_subcommand("remove", "Forget a stopped submitted or ad hoc job (keeps its logs and checkpoints)")
+      ->add_option("NAME", options.job, "Job name")
+      ->type_name("")
+      ->required();
 }
 
 void AddViewCommands(CLI::App& app, Options& options) {
@@ -195,6 +199,7 @@ Result Dispatch(const std::string& command, const Options& options,
   if (command == "start") return StartJob(session, start_request);
   if (command == "stop") return StopJob(session, options.job);
   if (command == "restart") return RestartJob(session, options.job);
+  if (command == "remove") return RemoveJob(session, options.job);
   if (command == "status") return ShowStatus(session, name, options.json);
   if (command == "logs") return TailLogs(session, options.job, options.lines, options.follow);
   if (command == "events") {

@@ -17,6 +17,8 @@
 #include "daemon/app/config_reloader.h"  // Issue 5: SIGHUP reload.
 #include "daemon/app/systemd_notify.h"   // Issue 5: sd_notify.
 #include "daemon/app/metadata_link.h"
+#include "daemon/app/state_dir_lock.h"
+#include "daemon/launch/attempt_cgroup.h"
 #include "daemon/app/tpu_link.h"  // Issue 4: TPU resets and checks.
 #include "daemon/common/asio_clock.h"
 #include "daemon/common/run_on_loop.h"
@@ -43,6 +45,14 @@ absl::Status MakeDirectories(const DaemonConfig& config) {
     std::filesystem::create_directories(dir, ec);
     if (ec) return absl::InternalError(absl::StrCat("mkdir ", dir.string(), ": ", ec.message()));
   }
+  // The state dir holds submitted specs with their env and every attempt's
+  // spec: owner and group only (0750), whatever the umask made it.
+  std::error_code ec;
+  std::filesystem::permissions(config.state_dir,
+                               std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                   std::filesystem::perms::group_exec,
+                               ec);
+  if (ec) return absl::InternalError(absl::StrCat("chmod 0750 ", config.state_dir.string(), ": ", ec.message()));
   return absl::OkStatus();
 }
 
@@ -74,6 +84,9 @@ const char* TpudVersion() { return TPUD_VERSION; }
 
 absl::Status RunDaemon(const DaemonConfig& config) {
   if (absl::Status s = MakeDirectories(config); !s.ok()) return s;
+  // Before anything else touches the state dir, the socket or an attempt.
+  absl::StatusOr<std::unique_ptr<StateDirLock>> lock = StateDirLock::Acquire(config.state_dir);
+  if (!lock.ok()) return lock.status();
   if (absl::Status s = ClaimSocketPath(config.socket); !s.ok()) return s;
   std::signal(SIGPIPE, SIG_IGN);  // A vanished client must not kill the daemon.
 
@@ -82,19 +95,37 @@ absl::Status RunDaemon(const DaemonConfig& config) {
 
   boost::asio::io_context io;
   AsioClock clock(io);
+  std::string no_cgroup_reason;
+  absl::StatusOr<std::optional<std::filesystem::path>> cgroup_root =
+      ResolveCgroupRoot(config.cgroup_root, &no_cgroup_reason);
+  if (!cgroup_root.ok()) return cgroup_root.status();
+  if (*cgroup_root) {
+    spdlog::info("each attempt runs in a cgroup of its own under {}", (*cgroup_root)->string());
+  } else if (config.cgroup_root == "auto") {
+    spdlog::info("attempt cgroups off: {}; attempts are ended by process group and (shim) subreaper",
+                 no_cgroup_reason);
+  }
+  const std::filesystem::path cgroups = cgroup_root->value_or(std::filesystem::path());
   std::unique_ptr<Launcher> launcher;
   ShimLauncher* shim_launcher = nullptr;
   if (config.launcher == "shim") {
-    auto shim = std::make_unique<ShimLauncher>(io, ShimLauncher::Options{config.state_dir, {}});
+    ShimLauncher::Options options;
+    options.state_dir = config.state_dir;
+    options.cgroup_root = cgroups;
+    auto shim = std::make_unique<ShimLauncher>(io, options);
     shim_launcher = shim.get();
     launcher = std::move(shim);
   } else {
-    launcher = std::make_unique<LocalLauncher>(io);
+    launcher = std::make_unique<LocalLauncher>(io, cgroups);
   }
   // Jobs run by the local launcher die with tpud's pipes: stop them first.
   const bool stop_jobs_on_exit = config.stop_jobs_on_exit || shim_launcher == nullptr;
   Supervisor supervisor(clock, *launcher, {config.log_dir, config.state_dir});
-  ServiceNotifier notifier(io, [&supervisor] { return SummarizeJobs(supervisor.List()); });  // Issue 5.
+  ServiceNotifier notifier(io, [&supervisor] {
+    std::string line = SummarizeJobs(supervisor.List());
+    if (!supervisor.store_health().ok) line += "; state store error: " + supervisor.store_health().last_error;
+    return line;
+  });
   supervisor.SetStateStore(store->get());
   supervisor.SetFileWatcher([&io](const std::filesystem::path& file, std::function<void()> on_change) {
     auto watcher = HeartbeatWatcher::Start(io, file, std::move(on_change));
@@ -121,8 +152,8 @@ absl::Status RunDaemon(const DaemonConfig& config) {
         config.metrics.listen,
         [&io, &supervisor, loop_running] {
           // A scrape racing shutdown gets no jobs rather than waiting forever.
-          if (!loop_running->load()) return std::vector<JobSnapshot>{};
-          return RunOnLoop(io, [&] { return supervisor.List(); });
+          if (!loop_running->load()) return MetricsInput{};
+          return RunOnLoop(io, [&] { return MetricsInput{supervisor.List(), supervisor.store_health()}; });
         },
         TpudVersion());
     if (!started.ok()) return started.status();
@@ -131,10 +162,11 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   }
 
   DaemonInfo info{TpudVersion(), metrics ? metrics->address() : "", config.config_path.string(),
-                  ToUnixMillis(clock.WallNow())};
-  SupervisorService service(io, supervisor, info);
-  service.SetTpu(config.tpu.backend, tpu->recovery.get(), tpu->checks.get());  // Issue 4.
-  absl::StatusOr<std::unique_ptr<ControlServer>> control = ControlServer::Start(config, service);  // Issue 5.
+                  ToUnixMillis(clock.WallNow()), cgroups.string()};
+  PeerRegistry peers;
+  SupervisorService service(io, supervisor, info, &peers);
+  service.SetTpu(config.tpu.backend, tpu->recovery.get(), tpu->checks.get());
+  absl::StatusOr<std::unique_ptr<ControlServer>> control = ControlServer::Start(config, service, peers);
   if (!control.ok()) return control.status();
   std::unique_ptr<ControlServer> server = *std::move(control);
   spdlog::info("tpud {} listening on unix:{} with {} job(s)", TpudVersion(), config.socket.string(),

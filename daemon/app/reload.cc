@@ -27,6 +27,7 @@ std::vector<std::string> ChangedTopLevelKeys(const DaemonConfig& a, const Daemon
        a.gce_metadata.enabled != b.gce_metadata.enabled || a.gce_metadata.host != b.gce_metadata.host},
       {"launcher", a.launcher != b.launcher},
       {"stop_jobs_on_exit", a.stop_jobs_on_exit != b.stop_jobs_on_exit},
+      {"cgroup_root", a.cgroup_root != b.cgroup_root},
       // The reset backend, its budget and the preflight checks are built at startup.
       {"tpu", !(a.tpu == b.tpu && a.tpu_reset == b.tpu_reset && a.tpu_preflight == b.tpu_preflight)},
   };

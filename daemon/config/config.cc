@@ -4,6 +4,10 @@
 // the key path the rule names.
 #include "daemon/config/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -21,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "daemon/common/text.h"
 #include "daemon/config/limits.h"
 #include "daemon/config/socket_access.h"
 #include "daemon/config/tpu_section.h"
@@ -37,11 +42,12 @@ using namespace config_internal;  // NOLINT: this file is the schema over the re
 
 constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",      "metrics",
                                           "jobs_dir", "jobs",      "gce_metadata", "launcher",
-                                          "stop_jobs_on_exit", "socket_group", "socket_mode", "tpu"};
+                                          "stop_jobs_on_exit", "socket_group", "socket_mode", "tpu",
+                                          "cgroup_root"};
 constexpr absl::string_view kJobKeys[] = {"name",      "command",       "working_dir", "env",
                                           "autostart", "start_seconds", "checkpoint",  "resume_args",
                                           "restart",   "stop",          "log",         "progress",
-                                          "failure_rules", "checkpoint_signal"};
+                                          "failure_rules", "checkpoint_signal", "user", "group"};
 constexpr absl::string_view kMetricsKeys[] = {"listen"};
 constexpr absl::string_view kCheckpointKeys[] = {"dir", "layout", "pattern"};
 constexpr absl::string_view kRestartKeys[] = {"max_restarts", "backoff_initial_seconds",
@@ -202,6 +208,8 @@ void ParseJobNode(Reader& r, const YAML::Node& node, const YAML::Mark& mark, con
   Read(r, node, path, "working_dir", &spec->working_dir);
   spec->working_dir = Resolve(base, spec->working_dir);
   ReadEnv(r, node, path, &spec->env);
+  Read(r, node, path, "user", &spec->user);
+  Read(r, node, path, "group", &spec->group);
   Read(r, node, path, "autostart", &spec->autostart);
   Read(r, node, path, "start_seconds", &spec->start_seconds);
   ReadCheckpoint(r, node, path, base, &spec->checkpoint);
@@ -232,16 +240,48 @@ void AddJob(Reader& r, const YAML::Node& node, const YAML::Mark& mark, const std
   config->jobs.push_back(std::move(spec));
 }
 
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// A config or job file: a regular file (symlinks to one are fine) of at most
+// kMaxConfigFileBytes, read without ever blocking. A FIFO once froze the event
+// loop on reload: open(2) with O_NONBLOCK returns at once for one, and fstat
+// then names what it is.
 absl::StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return absl::InvalidArgumentError(StrCat(path.string(), ": is a directory"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::ErrnoToStatus(errno, StrCat(path.string(), ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::ErrnoToStatus(errno, StrCat(path.string(), ": cannot read"));
-  return text.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return absl::ErrnoToStatus(errno, StrCat(path.string(), ": cannot open"));
+  struct stat st {};
+  absl::Status status;
+  std::string text;
+  if (::fstat(fd, &st) != 0) {
+    status = absl::ErrnoToStatus(errno, StrCat(path.string(), ": cannot stat"));
+  } else if (!S_ISREG(st.st_mode)) {
+    status = absl::InvalidArgumentError(StrCat(path.string(), ": is ", FileKind(st.st_mode),
+                                               ", not a regular file"));
+  } else if (static_cast<std::uint64_t>(st.st_size) > kMaxConfigFileBytes) {
+    status = absl::InvalidArgumentError(StrCat(path.string(), ": ", st.st_size, " bytes, more than the limit of ",
+                                               kMaxConfigFileBytes));
+  } else {
+    text.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) status = absl::ErrnoToStatus(errno, StrCat(path.string(), ": cannot read"));
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    text.resize(got);
+  }
+  ::close(fd);
+  if (!status.ok()) return status;
+  return text;
 }
 
 absl::Status ParseJobDocument(const std::string& text, const std::string& source, const fs::path& base,
@@ -291,6 +331,12 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
            StrCat("expected shim or local, got \"", config->launcher, "\""));
   }
   Read(r, root, "", "stop_jobs_on_exit", &config->stop_jobs_on_exit);
+  Read(r, root, "", "cgroup_root", &config->cgroup_root);
+  if (r.ok() && config->cgroup_root != "auto" && config->cgroup_root != "none" && !config->cgroup_root.empty() &&
+      config->cgroup_root.front() != '/') {
+    r.Fail(Find(root, "cgroup_root").mark, "cgroup_root",
+           StrCat("expected auto, none or an absolute path, got \"", Truncated(config->cgroup_root), "\""));
+  }
   ReadTpuSection(r, root, config);
   Read(r, root, "", "jobs_dir", &config->jobs_dir);
   config->jobs_dir = Resolve(base, config->jobs_dir);

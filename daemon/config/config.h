@@ -84,6 +84,11 @@ struct JobSpec {
   std::vector<std::string> command;          // argv; never run through a shell.
   std::filesystem::path working_dir;         // Empty: the daemon's state_dir.
   std::map<std::string, std::string> env;    // Added to the daemon's environment.
+  // Who attempts run as: a user and group name or number (launch/run_as.h).
+  // Empty user: as tpud (root for config files). Jobs submitted over the
+  // socket by a non-root caller always run as that caller.
+  std::string user;
+  std::string group;
   bool autostart = false;
   double start_seconds = 1;                  // Up this long: STARTING -> RUNNING.
   CheckpointSpec checkpoint;
@@ -132,6 +137,11 @@ struct DaemonConfig {
   // default leaves them running for the next tpud to re-attach; the local
   // launcher always stops them (they cannot outlive tpud's pipes).
   bool stop_jobs_on_exit = false;
+  // Where each attempt gets a cgroup of its own, so ending it ends every
+  // process it started (launch/attempt_cgroup.h): "auto" (the cgroup systemd
+  // delegates to the unit, Delegate=yes; none without one), "none", or a
+  // cgroup v2 directory.
+  std::string cgroup_root = "auto";
   // The `tpu:` section (daemon/config/tpu_section.h): the node, and how and
   // how often tpud resets it (daemon/tpu/tpu_recovery.h). Default backend none.
   TpuConfig tpu;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tpud {
 
@@ -23,5 +24,13 @@ inline constexpr std::size_t kMaxArgCount = 32768;
 inline constexpr std::size_t kMaxEnvCount = 8192;
 // A path (working_dir, checkpoint.dir, ...), in bytes: PATH_MAX - 1.
 inline constexpr std::size_t kMaxPathBytes = 4095;
+
+// A config file or job spec file, in bytes (a spec sent over the socket is
+// limited further, to 256 KiB: rpc/request_limits.h).
+inline constexpr std::uint64_t kMaxConfigFileBytes = 1 << 20;
+// log.backups: rotated files kept. Each rotation renames them all.
+inline constexpr int kMaxLogBackups = 1000;
+// log.max_bytes: the smallest size a job log rotates at.
+inline constexpr std::uint64_t kMinLogMaxBytes = 64 << 10;
 
 }  // namespace tpud

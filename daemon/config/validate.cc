@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/classify/classifier.h"
+#include "daemon/common/durations.h"
+#include "daemon/common/text.h"
 #include "daemon/config/limits.h"
 #include "daemon/launch/launcher.h"
 #include "daemon/supervisor/progress.h"
@@ -16,6 +18,12 @@ namespace config_internal {
 namespace {
 
 using absl::StrCat;
+
+}  // namespace
+
+Violation FromKeyedMessage(const absl::Status& status);
+
+namespace {
 
 constexpr std::pair<CheckpointLayout, const char*> kLayoutNames[] = {
     {CheckpointLayout::kAuto, "auto"},          {CheckpointLayout::kTensorflow, "tensorflow"},
@@ -27,13 +35,21 @@ MaybeViolation CheckNameAndCommand(const JobSpec& spec) {
   static const LazyRE2 kName = {"[a-z0-9][a-z0-9_.-]{0,62}"};
   if (spec.name.empty()) return Violation{"name", "required"};
   if (!RE2::FullMatch(spec.name, *kName)) {
-    return Violation{"name", StrCat("must match [a-z0-9][a-z0-9_.-]{0,62}, got \"", spec.name, "\"")};
+    return Violation{"name", StrCat("must match [a-z0-9][a-z0-9_.-]{0,62}, got \"", Truncated(spec.name), "\"")};
   }
   if (spec.command.empty()) return Violation{"command", "required: a non-empty list of strings (argv)"};
   if (spec.command[0].empty()) return Violation{"command[0]", "must not be empty"};
   for (const auto& [key, value] : spec.env) {
     if (key.empty() || key.find('=') != std::string::npos) {
-      return Violation{"env", StrCat("invalid variable name \"", key, "\"")};
+      return Violation{"env", StrCat("invalid variable name \"", Truncated(key), "\"")};
+    }
+  }
+  // useradd(8)'s rule for names (plus digits, for a uid or gid given as a number).
+  static const LazyRE2 kAccount = {"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\\$?"};
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"user", &spec.user},
+                                   {"group", &spec.group}}) {
+    if (!value->empty() && !RE2::FullMatch(*value, *kAccount)) {
+      return Violation{key, StrCat("must be a user/group name or number, got \"", Truncated(*value), "\"")};
     }
   }
   return std::nullopt;
@@ -84,8 +100,7 @@ MaybeViolation CheckTiming(const JobSpec& spec) {
       {"restart.reset_after_seconds", restart.reset_after_seconds},
       {"stop.grace_seconds", spec.stop.grace_seconds}};
   for (const auto& [key, seconds] : durations) {
-    if (!std::isfinite(seconds)) return Violation{key, StrCat("must be finite, got ", seconds)};
-    if (seconds < 0) return Violation{key, StrCat("must be >= 0, got ", seconds)};
+    if (absl::Status s = CheckDurationSeconds(key, seconds); !s.ok()) return FromKeyedMessage(s);
   }
   if (restart.max_restarts < 0) {
     return Violation{"restart.max_restarts", StrCat("must be >= 0, got ", restart.max_restarts)};
@@ -130,7 +145,16 @@ MaybeViolation CheckStopAndLog(const JobSpec& spec) {
       return Violation{StrCat("stop.signals[", i, "]"), StrCat("unknown signal ", signals[i])};
     }
   }
-  if (spec.log.backups < 0) return Violation{"log.backups", StrCat("must be >= 0, got ", spec.log.backups)};
+  // Rotation renames every backup on each rotation, in the shim that also
+  // writes the log: two billion backups once spun it at 95 % CPU and froze
+  // the log (and tiny files make it rotate on every write).
+  if (spec.log.backups < 0 || spec.log.backups > kMaxLogBackups) {
+    return Violation{"log.backups", StrCat("must be between 0 and ", kMaxLogBackups, ", got ", spec.log.backups)};
+  }
+  if (spec.log.max_bytes < kMinLogMaxBytes) {
+    return Violation{"log.max_bytes",
+                     StrCat("must be at least ", kMinLogMaxBytes, " (64KiB), got ", spec.log.max_bytes)};
+  }
   return std::nullopt;
 }
 

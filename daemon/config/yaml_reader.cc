@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "daemon/common/text.h"
 #include "daemon/config/limits.h"
 
 namespace tpud::config_internal {
@@ -27,7 +28,7 @@ fs::path Resolve(const fs::path& base, const fs::path& path) {
 
 // How a value reads in an error: a scalar quoted, anything else by its kind.
 std::string Describe(const YAML::Node& node) {
-  if (node.IsScalar()) return StrCat("\"", node.Scalar(), "\"");
+  if (node.IsScalar()) return StrCat("\"", Truncated(node.Scalar()), "\"");
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a mapping";
   return "null";
@@ -35,8 +36,9 @@ std::string Describe(const YAML::Node& node) {
 
 void Reader::Fail(const YAML::Mark& mark, absl::string_view key, absl::string_view reason) {
   if (!status_.ok()) return;
+  // A key path can echo a key someone wrote (env.<NAME>): bounded like values.
   status_ = absl::InvalidArgumentError(key.empty() ? StrCat(Where(mark), ": ", reason)
-                                                   : StrCat(Where(mark), ": ", key, ": ", reason));
+                                                   : StrCat(Where(mark), ": ", Truncated(key), ": ", reason));
 }
 
 Entry Find(const YAML::Node& map, absl::string_view key) {
@@ -94,7 +96,8 @@ size_t EditDistance(absl::string_view a, absl::string_view b) {
 
 std::string UnknownKeyReason(absl::string_view key, Keys known) {
   std::string reason = "unknown key";
-  size_t best = std::max<size_t>(2, key.size() / 3) + 1;
+  // Suggestions only for key-sized keys: edit distance is quadratic.
+  size_t best = key.size() > 64 ? 0 : std::max<size_t>(2, key.size() / 3) + 1;
   absl::string_view suggestion;
   for (absl::string_view candidate : known) {
     if (const size_t distance = EditDistance(key, candidate); distance < best) {
@@ -195,6 +198,9 @@ absl::Status LoadDocument(const std::string& text, const std::string& source, YA
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    return absl::InvalidArgumentError(StrCat(source, ":", LineOf(e.mark), ": invalid YAML: nested more than ",
+                                             e.depth(), " levels deep"));
   } catch (const YAML::ParserException& e) {
     return absl::InvalidArgumentError(StrCat(source, ":", LineOf(e.mark), ": invalid YAML: ", e.msg));
   }

@@ -3,6 +3,7 @@
 // Internal to daemon/config.
 #pragma once
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>

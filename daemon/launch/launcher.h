@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +41,30 @@ std::string SignalName(int signal);
 // 15 for "SIGTERM", "TERM" or "15"; -1 when unknown.
 int SignalNumber(std::string_view name);
 
+// Who an attempt runs as (job spec `user:`/`group:`), resolved by tpud before
+// the launch so nothing between fork and exec needs the user database.
+struct RunAs {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;  // Supplementary groups (initgroups(3) of `user`).
+  std::string user;                   // Name for USER/LOGNAME; the uid as text when unnamed.
+  std::filesystem::path home;         // For HOME; "/" when the user database has none.
+
+  bool operator==(const RunAs&) const = default;
+};
+
 struct LaunchSpec {
   std::string job;
   int attempt = 0;
+  // Unset: the attempt runs as tpud does. Set: its groups, gid and uid are
+  // set in the child before exec (a failure there fails the spawn: it never
+  // runs with tpud's privileges), HOME, USER and LOGNAME come from it unless
+  // `env` sets them, and the log file is owned by it.
+  std::optional<RunAs> run_as;
+  // A cgroup v2 directory the trainer is moved into before exec (empty: none).
+  // Ending the attempt then ends every process in it (cgroup.kill), however
+  // far it escaped (launch/attempt_cgroup.h).
+  std::filesystem::path cgroup;
   std::vector<std::string> argv;             // argv[0] without a '/' is looked up in PATH.
   std::filesystem::path working_dir;
   std::map<std::string, std::string> env;    // Set on top of the daemon's environment.
@@ -65,8 +87,14 @@ class AttemptObserver {
   virtual void OnOutputLines(std::string_view lines) {
     ForEachLine(lines, [this](std::string_view line) { OnOutputLine(line); });
   }
-  // The attempt's main process ended, its leftover process group members were
-  // killed, and all of its output has been delivered. Called exactly once.
+  // The job log stopped taking output (a full disk: `dropping` true) or took
+  // it again (false). `dropped_bytes`: all this attempt lost from the log so
+  // far. Output still reaches OnOutputLines while the log drops it.
+  virtual void OnLogDropped(std::uint64_t dropped_bytes, bool dropping) {}
+  // The attempt's main process ended, every other process of the attempt
+  // (its process group, its cgroup, and for the shim launcher every
+  // descendant) was killed and is gone, and all of its output has been
+  // delivered. Called exactly once.
   virtual void OnExit(const ExitStatus& status) = 0;
 };
 
@@ -88,8 +116,9 @@ class Launcher {
   virtual ~Launcher() = default;
   // Starts `spec.argv` in a new process group with stdout and stderr captured
   // to spec.log_path. Errors: NotFound (no such executable or working_dir),
-  // PermissionDenied, Internal (fork/pipe failure); the message says which
-  // ("spawn \"/usr/bin/nope\": No such file or directory").
+  // PermissionDenied, Unavailable (a transient shortage: EAGAIN, ENOMEM,
+  // EMFILE, ENFILE, ENOSPC; the caller retries later), Internal; the message
+  // says which ("spawn \"/usr/bin/nope\": No such file or directory").
   virtual absl::StatusOr<std::unique_ptr<Attempt>> Launch(const LaunchSpec& spec,
                                                           AttemptObserver* observer) = 0;
 };

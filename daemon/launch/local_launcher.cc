@@ -9,10 +9,15 @@
 #include <cerrno>
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/launch/log_file.h"
 #include "daemon/launch/output_copier.h"
+#include "daemon/launch/attempt_cgroup.h"
+#include "daemon/launch/process_tree.h"
 #include "daemon/launch/spawn.h"
+#include "daemon/launch/sweeper.h"
 
 namespace tpud {
 namespace asio = boost::asio;
@@ -23,15 +28,23 @@ namespace {
 // touch freed memory after the Attempt is destroyed.
 class AttemptIo : public std::enable_shared_from_this<AttemptIo> {
  public:
-  AttemptIo(asio::io_context& io, int pid, int pidfd, int pipe_fd, RotatingLogFile log,
-            AttemptObserver* observer)
-      : pid_(pid),
+  AttemptIo(asio::io_context& io, const LaunchSpec& spec, int pid, int pidfd, int pipe_fd,
+            RotatingLogFile log, AttemptObserver* observer)
+      : io_(io),
+        what_(absl::StrCat("job ", spec.job, " attempt ", spec.attempt)),
+        cgroup_(spec.cgroup),
+        pid_(pid),
         pidfd_(io, pidfd),
         output_(OutputCopier::Create(io, pipe_fd, std::move(log),
                                      [this](std::string_view chunk) { Deliver(chunk); })),
-        observer_(observer) {}
+        observer_(observer) {
+    if (const std::optional<ProcessIdentity> self = IdentifyProcess(pid)) leader_ = *self;
+  }
 
   void Begin() {
+    output_->SetLogHealth([this](std::uint64_t dropped, bool dropping) {
+      if (observer_ != nullptr) observer_->OnLogDropped(dropped, dropping);
+    });
     output_->Start();
     pidfd_.async_wait(asio::posix::stream_descriptor::wait_read,
                       [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -59,18 +72,36 @@ class AttemptIo : public std::enable_shared_from_this<AttemptIo> {
 
   void OnProcessExit() {
     // Leftover members of the group (workers, forks) must not outlive the
-    // attempt: they would hold the TPU and the pipe.
-    const ExitStatus status = KillGroupAndPeekExit(pid_);
+    // attempt: they would hold the TPU and the pipe. The zombie leader, not
+    // yet reaped, keeps the pgid from being reused meanwhile.
+    status_ = KillGroupAndPeekExit(pid_);
+    SweepUntilGone(
+        io_, what_,
+        [self = shared_from_this()] {
+          ::kill(-self->pid_, SIGKILL);
+          if (!self->cgroup_.empty()) (void)KillCgroup(self->cgroup_);
+          return AttemptProcessesGone(self->leader_) && (self->cgroup_.empty() || CgroupEmpty(self->cgroup_));
+        },
+        [self = shared_from_this()] { self->Finish(); });
+  }
+
+  void Finish() {
     Reap(pid_);
+    if (!cgroup_.empty()) (void)RemoveCgroup(cgroup_);
     output_->Drain();  // Everything the dead processes wrote is in the pipe now.
     splitter_.Flush([this](std::string_view line) {
       if (observer_ != nullptr) observer_->OnOutputLine(line);
     });
     AttemptObserver* observer = observer_;
     Detach();
-    if (observer != nullptr) observer->OnExit(status);
+    if (observer != nullptr) observer->OnExit(status_);
   }
 
+  asio::io_context& io_;
+  std::string what_;
+  std::filesystem::path cgroup_;
+  ExitStatus status_;
+  ProcessIdentity leader_;
   int pid_;
   asio::posix::stream_descriptor pidfd_;
   std::shared_ptr<OutputCopier> output_;
@@ -97,15 +128,36 @@ class LocalAttempt final : public Attempt {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Attempt>> LocalLauncher::Launch(const LaunchSpec& spec,
+LaunchSpec WithAttemptCgroup(LaunchSpec spec, const std::filesystem::path& cgroup_root) {
+  if (cgroup_root.empty()) return spec;
+  absl::StatusOr<std::filesystem::path> cgroup = CreateAttemptCgroup(cgroup_root, spec.job, spec.attempt);
+  if (!cgroup.ok()) {
+    spdlog::warn("job {}: {}; attempt {} runs without a cgroup", spec.job, std::string(cgroup.status().message()),
+                 spec.attempt);
+    return spec;
+  }
+  spec.cgroup = *cgroup;
+  return spec;
+}
+
+std::optional<RotatingLogFile::Owner> LogOwner(const LaunchSpec& spec) {
+  if (!spec.run_as) return std::nullopt;
+  return RotatingLogFile::Owner{spec.run_as->uid, spec.run_as->gid};
+}
+
+absl::StatusOr<std::unique_ptr<Attempt>> LocalLauncher::Launch(const LaunchSpec& requested,
                                                                AttemptObserver* observer) {
-  absl::StatusOr<std::filesystem::path> exe = ResolveExecutable(spec);
+  absl::StatusOr<std::filesystem::path> exe = ResolveExecutable(requested);
   if (!exe.ok()) return exe.status();
-  absl::StatusOr<RotatingLogFile> log =
-      RotatingLogFile::Open(spec.log_path, spec.log_max_bytes, spec.log_backups);
+  absl::StatusOr<RotatingLogFile> log = RotatingLogFile::Open(
+      requested.log_path, requested.log_max_bytes, requested.log_backups, LogOwner(requested));
   if (!log.ok()) return log.status();
+  const LaunchSpec spec = WithAttemptCgroup(requested, cgroup_root_);
   absl::StatusOr<SpawnedProcess> child = SpawnWithOutputPipe(*exe, spec);
-  if (!child.ok()) return child.status();
+  if (!child.ok()) {
+    if (!spec.cgroup.empty()) (void)RemoveCgroup(spec.cgroup);
+    return child.status();
+  }
 
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child->pid, 0));
   if (pidfd < 0) {
@@ -113,9 +165,11 @@ absl::StatusOr<std::unique_ptr<Attempt>> LocalLauncher::Launch(const LaunchSpec&
     ::kill(-child->pid, SIGKILL);
     ::waitpid(child->pid, nullptr, 0);
     ::close(child->output_fd);
-    return absl::InternalError(absl::StrCat("spawn: pidfd_open: ", std::strerror(err)));
+    const std::string message = absl::StrCat("spawn: pidfd_open: ", std::strerror(err));
+    if (err == EMFILE || err == ENFILE || err == ENOMEM) return absl::UnavailableError(message);
+    return absl::InternalError(message);
   }
-  auto io = std::make_shared<AttemptIo>(io_, child->pid, pidfd, child->output_fd, std::move(*log),
+  auto io = std::make_shared<AttemptIo>(io_, spec, child->pid, pidfd, child->output_fd, std::move(*log),
                                         observer);
   io->Begin();
   return std::make_unique<LocalAttempt>(std::move(io));

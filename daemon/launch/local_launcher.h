@@ -5,26 +5,42 @@
 #include <boost/asio/io_context.hpp>
 
 #include "daemon/launch/launcher.h"
+#include "daemon/launch/log_file.h"
 
 namespace tpud {
 
 // Each attempt runs in a new process group (pgid == pid) with stdin from
 // /dev/null, stdout and stderr into one pipe that the loop copies to the log
 // file, the signal mask and dispositions reset, and no daemon file descriptor
-// inherited. When the main process exits, any process left in its group is
-// killed (so nothing holds the TPU into the next attempt), the pipe is
-// drained, and only then is OnExit called.
+// inherited; with a cgroup root, in a cgroup of its own too. When the main
+// process exits, every process left in its group (and cgroup) is killed and
+// waited for (so nothing holds the TPU into the next attempt), the pipe is
+// drained, and only then is OnExit called. A descendant that left the group
+// (setsid) and outlived its parent is beyond reach without a cgroup: tpud is
+// not its reaper. The shim launcher, a child subreaper, has no such gap.
 //
 // Thread-safety: Launch() and the returned Attempts are used on the thread
 // running `io`; observers are called there.
 class LocalLauncher final : public Launcher {
  public:
-  explicit LocalLauncher(boost::asio::io_context& io) : io_(io) {}
+  // `cgroup_root`: where attempt cgroups are made (launch/attempt_cgroup.h);
+  // empty: none.
+  explicit LocalLauncher(boost::asio::io_context& io, std::filesystem::path cgroup_root = {})
+      : io_(io), cgroup_root_(std::move(cgroup_root)) {}
   absl::StatusOr<std::unique_ptr<Attempt>> Launch(const LaunchSpec& spec,
                                                   AttemptObserver* observer) override;
 
  private:
   boost::asio::io_context& io_;
+  std::filesystem::path cgroup_root_;
 };
+
+// `spec` with its cgroup set to a fresh attempt cgroup under `cgroup_root`
+// (unchanged when the root is empty, or, with a warning, when the cgroup
+// cannot be made: the attempt then runs without one).
+LaunchSpec WithAttemptCgroup(LaunchSpec spec, const std::filesystem::path& cgroup_root);
+
+// The RotatingLogFile owner for `spec` (its run_as user), if any.
+std::optional<RotatingLogFile::Owner> LogOwner(const LaunchSpec& spec);
 
 }  // namespace tpud

@@ -17,7 +17,18 @@ namespace tpud {
 namespace {
 
 absl::Status ErrnoStatus(const std::string& what, int err) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(err)));
+  const std::string message = absl::StrCat(what, ": ", std::strerror(err));
+  if (err == ENOSPC || err == EMFILE || err == ENFILE || err == ENOMEM || err == EDQUOT) {
+    return absl::UnavailableError(message);  // Transient: retry later.
+  }
+  return absl::InternalError(message);
+}
+
+// Opens `path` for append and gives it to `owner`; -1 with errno on failure.
+int OpenForAppend(const std::filesystem::path& path, const std::optional<RotatingLogFile::Owner>& owner) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd >= 0 && owner) (void)!::fchown(fd, owner->uid, owner->gid);
+  return fd;
 }
 
 std::filesystem::path Backup(const std::filesystem::path& path, int n) {
@@ -27,21 +38,27 @@ std::filesystem::path Backup(const std::filesystem::path& path, int n) {
 }  // namespace
 
 absl::StatusOr<RotatingLogFile> RotatingLogFile::Open(std::filesystem::path path,
-                                                      std::uint64_t max_bytes, int backups) {
+                                                      std::uint64_t max_bytes, int backups,
+                                                      std::optional<Owner> owner) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) return absl::InternalError(absl::StrCat("log ", path.string(), ": mkdir: ", ec.message()));
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (ec) return ErrnoStatus(absl::StrCat("log ", path.string(), ": mkdir"), ec.value());
+  const int fd = OpenForAppend(path, owner);
   if (fd < 0) return ErrnoStatus(absl::StrCat("log ", path.string(), ": open"), errno);
   struct stat st {};
   ::fstat(fd, &st);
   return RotatingLogFile(std::move(path), fd, static_cast<std::uint64_t>(st.st_size), max_bytes,
-                         backups);
+                         backups, owner);
 }
 
 RotatingLogFile::RotatingLogFile(std::filesystem::path path, int fd, std::uint64_t size,
-                                 std::uint64_t max_bytes, int backups)
-    : path_(std::move(path)), fd_(fd), size_(size), max_bytes_(max_bytes), backups_(backups) {}
+                                 std::uint64_t max_bytes, int backups, std::optional<Owner> owner)
+    : path_(std::move(path)),
+      fd_(fd),
+      size_(size),
+      max_bytes_(max_bytes),
+      backups_(backups),
+      owner_(owner) {}
 
 RotatingLogFile::RotatingLogFile(RotatingLogFile&& other) noexcept { *this = std::move(other); }
 
@@ -53,6 +70,9 @@ RotatingLogFile& RotatingLogFile::operator=(RotatingLogFile&& other) noexcept {
   size_ = other.size_;
   max_bytes_ = other.max_bytes_;
   backups_ = other.backups_;
+  owner_ = other.owner_;
+  dropped_bytes_ = other.dropped_bytes_;
+  dropping_ = other.dropping_;
   return *this;
 }
 
@@ -69,11 +89,15 @@ absl::Status RotatingLogFile::Append(std::string_view data) {
     const ssize_t n = ::write(fd_, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoStatus(absl::StrCat("log ", path_.string(), ": write"), errno);
+      const int err = errno;
+      dropped_bytes_ += data.size();
+      dropping_ = true;
+      return ErrnoStatus(absl::StrCat("log ", path_.string(), ": write"), err);
     }
     size_ += static_cast<std::uint64_t>(n);
     data.remove_prefix(static_cast<std::size_t>(n));
   }
+  dropping_ = false;
   return absl::OkStatus();
 }
 
@@ -92,7 +116,7 @@ absl::Status RotatingLogFile::Rotate() {
   }
   std::filesystem::rename(path_, Backup(path_, 1), ec);
   if (ec) return absl::InternalError(absl::StrCat("log rotate ", path_.string(), ": ", ec.message()));
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int fd = OpenForAppend(path_, owner_);
   if (fd < 0) return ErrnoStatus(absl::StrCat("log ", path_.string(), ": reopen"), errno);
   ::close(fd_);
   fd_ = fd;

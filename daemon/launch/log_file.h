@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,10 +20,19 @@ namespace tpud {
 // Thread-safety: not thread-safe; one owner.
 class RotatingLogFile {
  public:
+  // Who owns the files it creates (a job running as another user must be able
+  // to read its own log).
+  struct Owner {
+    std::uint32_t uid = 0;
+    std::uint32_t gid = 0;
+  };
+
   // Opens (creating, mode 0640, and creating missing parent directories) for
-  // append. Errors name the path.
+  // append; with `owner`, the file (and each one rotation creates) is chowned
+  // to it. Errors name the path; Unavailable when the cause is transient
+  // (ENOSPC, EMFILE, ENFILE, ENOMEM: retry later), else Internal.
   static absl::StatusOr<RotatingLogFile> Open(std::filesystem::path path, std::uint64_t max_bytes,
-                                              int backups);
+                                              int backups, std::optional<Owner> owner = std::nullopt);
   RotatingLogFile(RotatingLogFile&& other) noexcept;
   RotatingLogFile& operator=(RotatingLogFile&& other) noexcept;
   RotatingLogFile(const RotatingLogFile&) = delete;
@@ -30,14 +40,21 @@ class RotatingLogFile {
   ~RotatingLogFile();
 
   // Writes all of `data` (retrying short writes). A failed rotation keeps
-  // appending to the current file rather than losing output.
+  // appending to the current file rather than losing output. What a failed
+  // write (a full disk: ENOSPC) could not write is counted in
+  // dropped_bytes() and lost; the next Append tries again, so writing
+  // resumes by itself once there is room.
   absl::Status Append(std::string_view data);
   const std::filesystem::path& path() const { return path_; }
   std::uint64_t size() const { return size_; }
+  // Bytes given to Append that never reached the file, since Open.
+  std::uint64_t dropped_bytes() const { return dropped_bytes_; }
+  // True while the last Append failed (an episode of dropping).
+  bool dropping() const { return dropping_; }
 
  private:
   RotatingLogFile(std::filesystem::path path, int fd, std::uint64_t size, std::uint64_t max_bytes,
-                  int backups);
+                  int backups, std::optional<Owner> owner);
   absl::Status Rotate();
 
   std::filesystem::path path_;
@@ -45,6 +62,9 @@ class RotatingLogFile {
   std::uint64_t size_ = 0;
   std::uint64_t max_bytes_ = 0;
   int backups_ = 0;
+  std::optional<Owner> owner_;
+  std::uint64_t dropped_bytes_ = 0;
+  bool dropping_ = false;
 };
 
 // The last `count` lines of the log at `path`, reading into path.1 when the

@@ -5,6 +5,8 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 
+#include <spdlog/spdlog.h>
+
 namespace tpud {
 namespace asio = boost::asio;
 
@@ -66,11 +68,26 @@ OutputCopier::Copied OutputCopier::CopyAvailable(std::size_t max_bytes) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Copied::kAll;
     if (n <= 0) return Copied::kEnd;  // End of file (every writer is gone) or an error.
     const std::string_view chunk(buffer_.data(), static_cast<std::size_t>(n));
-    (void)log_.Append(chunk);          // A full disk must not stall or kill the job.
+    WriteToLog(chunk);                 // A full disk must not stall or kill the job.
     if (open_ && sink_) sink_(chunk);  // The sink may Close() us.
     copied += static_cast<std::size_t>(n);
   }
   return Copied::kEnd;
+}
+
+void OutputCopier::WriteToLog(std::string_view chunk) {
+  const bool was_dropping = log_.dropping();
+  const absl::Status written = log_.Append(chunk);
+  if (log_.dropping() != was_dropping) {  // One line per episode, at each end.
+    if (log_.dropping()) {
+      spdlog::warn("{}; dropping output until the log can be written again", std::string(written.message()));
+    } else {
+      spdlog::warn("log {}: writing again; {} bytes of output were lost", log_.path().string(),
+                   log_.dropped_bytes());
+    }
+  }
+  // The count while it grows, and the end of an episode.
+  if (log_health_ && (log_.dropping() || was_dropping)) log_health_(log_.dropped_bytes(), log_.dropping());
 }
 
 void OutputCopier::Close() {

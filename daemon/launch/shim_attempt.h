@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "daemon/launch/launcher.h"
+#include "daemon/launch/process_tree.h"
+#include "daemon/shim/attempt_dir.h"
 #include "daemon/shim/frame_stream.h"
 
 namespace tpud {
@@ -18,31 +20,50 @@ class ShimSession;
 // delivered to the observer on the loop, in order, the exit last. When the
 // exit has been delivered, the attempt directory is removed (after OnExit
 // returns, so a daemon that crashes inside OnExit sees the exit again).
-// If the connection ends without an exit frame, the exit comes from exit.json;
-// without one either, OnExit reports a spawn_error saying the shim died.
+//
+// If the connection ends without an exit frame:
+//  * exit.json is there: the exit comes from it;
+//  * the shim is still alive (it refused this daemon while another was
+//    attached, or is busy): the attempt reconnects every 200 ms, as long as
+//    the shim lives;
+//  * the shim is dead (killed): its trainer may still run, unsupervised. The
+//    attempt kills what is left of it (its cgroup; the trainer, identified by
+//    pid and start time, with its descendants and process group), waits until
+//    all of it is gone, and only then reports OnExit with a spawn_error
+//    saying the shim died. So no next attempt can overlap an orphan.
+//
+// SignalGroup signals the trainer's process group directly, after checking
+// that the trainer is the same process (a pidfd opened once its start time
+// matched state.json): a shim busy with the log, or dead, never delays a stop.
 //
 // Destroying it detaches: the shim and the trainer keep running, and no
 // callback arrives afterwards.
 // Thread-safety: use only on the thread running `io`.
 class ShimAttempt final : public Attempt {
  public:
-  // Attached to a live shim through `socket`.
+  // Attached to a live shim through `socket`; `state` is its state.json.
   static std::unique_ptr<ShimAttempt> Connected(boost::asio::io_context& io,
-                                                std::filesystem::path attempt_dir, int pid,
+                                                std::filesystem::path attempt_dir,
+                                                const shim::ShimState& state,
                                                 shim::FrameStream::Socket socket,
                                                 AttemptObserver* observer);
   // The shim is gone and `status` was read from exit.json: OnExit is posted.
   static std::unique_ptr<ShimAttempt> Exited(boost::asio::io_context& io,
                                              std::filesystem::path attempt_dir, int pid,
                                              ExitStatus status, AttemptObserver* observer);
+  // The shim is gone without an exit.json: what is left of the attempt is
+  // killed and waited for, then OnExit reports the loss (as above).
+  static std::unique_ptr<ShimAttempt> Orphaned(boost::asio::io_context& io,
+                                               std::filesystem::path attempt_dir,
+                                               const shim::ShimState& state,
+                                               AttemptObserver* observer);
 
   explicit ShimAttempt(std::shared_ptr<ShimSession> session);
   ~ShimAttempt() override;
   int pid() const override;
-  // Asks the shim to send `signal` to the trainer's process group (the shim
-  // does it, and only while the trainer is unreaped, so the signal can never
-  // reach a process that reused the pgid). Returns once the request is
-  // queued. After the exit, or when the group is gone, it is a no-op: OK.
+  // Sends `signal` to the trainer's process group while the trainer lives;
+  // a no-op (OK) once it has exited: the shim, or the cleanup above, ends
+  // what is left.
   absl::Status SignalGroup(int signal) override;
 
  private:

@@ -10,6 +10,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/launch/attempt_cgroup.h"
+#include "daemon/launch/local_launcher.h"
 #include "daemon/launch/shim_attempt.h"
 #include "daemon/launch/spawn.h"
 #include "daemon/shim/attempt_dir.h"
@@ -96,10 +98,11 @@ ShimLauncher::ShimLauncher(asio::io_context& io, Options options)
   if (options_.shim_path.empty()) options_.shim_path = DefaultShimPath();
 }
 
-absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Launch(const LaunchSpec& spec,
+absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Launch(const LaunchSpec& requested,
                                                               AttemptObserver* observer) {
-  absl::StatusOr<fs::path> dir = shim::AttemptDir(options_.state_dir, spec.job, spec.attempt);
+  absl::StatusOr<fs::path> dir = shim::AttemptDir(options_.state_dir, requested.job, requested.attempt);
   if (!dir.ok()) return dir.status();
+  const LaunchSpec spec = WithAttemptCgroup(requested, options_.cgroup_root);
   absl::StatusOr<std::string> spec_json = shim::SpecToJson(spec);
   if (!spec_json.ok()) return spec_json.status();
   if (absl::Status s = CreateAttemptDir(*dir); !s.ok()) return s;
@@ -113,17 +116,19 @@ absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Launch(const LaunchSpec& 
     if (ready.status().code() != absl::StatusCode::kDeadlineExceeded) {
       std::error_code ec;
       fs::remove_all(*dir, ec);
+      if (!spec.cgroup.empty()) (void)RemoveCgroup(spec.cgroup);
     }
     return ready.status();
   }
+  absl::StatusOr<shim::ShimState> state = shim::ReadStateFile(*dir / shim::kStateFile);
   absl::StatusOr<shim::FrameStream::Socket> socket = ConnectToShim(*dir);
-  if (!socket.ok()) {
+  if (!socket.ok() || !state.ok()) {
     // A trainer nobody watches must not run on next to a retry. Its zombie
     // stays unreaped until exit.json is written, so the pgid is still its.
     ::kill(-ready->trainer_pid, SIGKILL);
-    return absl::InternalError(socket.status().message());
+    return absl::InternalError(!socket.ok() ? socket.status().message() : state.status().message());
   }
-  return ShimAttempt::Connected(io_, *dir, ready->trainer_pid, std::move(*socket), observer);
+  return ShimAttempt::Connected(io_, *dir, *state, std::move(*socket), observer);
 }
 
 absl::StatusOr<shim::FrameStream::Socket> ShimLauncher::ConnectToShim(const fs::path& attempt_dir) {
@@ -143,8 +148,7 @@ absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Reattach(const fs::path& 
   absl::StatusOr<shim::ShimState> state = shim::ReadStateFile(attempt_dir / shim::kStateFile);
   absl::StatusOr<shim::FrameStream::Socket> socket = ConnectToShim(attempt_dir);
   if (socket.ok() && state.ok()) {
-    return ShimAttempt::Connected(io_, attempt_dir, state->trainer_pid, std::move(*socket),
-                                  observer);
+    return ShimAttempt::Connected(io_, attempt_dir, *state, std::move(*socket), observer);
   }
   if (socket.ok()) {
     return absl::UnavailableError(absl::StrCat("attempt ", attempt_dir.string(),
@@ -152,6 +156,11 @@ absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Reattach(const fs::path& 
                                                state.status().message(), "); retry"));
   }
   absl::StatusOr<std::string> exit_json = shim::ReadFile(attempt_dir / shim::kExitFile);
+  if (!exit_json.ok() && state.ok()) {
+    // The shim died (SIGKILL, OOM) before it could record an exit: its
+    // trainer may run on unsupervised. End it before anything else starts.
+    return ShimAttempt::Orphaned(io_, attempt_dir, *state, observer);
+  }
   if (!exit_json.ok()) {
     return absl::NotFoundError(
         absl::StrCat("attempt ", attempt_dir.string(), ": no live tpud-shim (",

@@ -44,6 +44,8 @@ class ShimLauncher final : public Launcher {
     std::filesystem::path shim_path;
     // How long Launch() waits for the shim to report the trainer started.
     std::chrono::milliseconds ready_timeout{10'000};
+    // Where attempt cgroups are made (launch/attempt_cgroup.h); empty: none.
+    std::filesystem::path cgroup_root;
   };
 
   ShimLauncher(boost::asio::io_context& io, Options options);
@@ -68,14 +70,16 @@ class ShimLauncher final : public Launcher {
   // goes on with the same pid and delivers further output (starting with
   // what the shim buffered while no daemon was attached) and its exit. If
   // the shim is gone and left exit.json, OnExit is delivered from it on the
-  // loop (never inline). In both cases the directory is removed after OnExit.
-  // At most one Attempt per directory at a time: the shim serves one
-  // connection, so a second Reattach takes over and the first Attempt then
-  // reports that its shim went away.
-  // Errors: NotFound when neither a live shim nor exit.json is there (the
-  // message names the directory, the socket error and what to look at:
-  // shim.log); Unavailable when the shim answers but is still starting (no
-  // state.json yet: retry shortly); DataLoss when exit.json is corrupt.
+  // loop (never inline). If the shim is gone without an exit.json, what is
+  // left of the attempt is killed and waited for before OnExit reports the
+  // loss (ShimAttempt::Orphaned). In all cases the directory is removed after
+  // OnExit. The shim serves one daemon at a time: while another is attached
+  // the attempt keeps retrying (ShimAttempt).
+  // Errors: NotFound when neither a live shim, nor exit.json, nor state.json
+  // is there (the message names the directory, the socket error and what to
+  // look at: shim.log); Unavailable when the shim answers but is still
+  // starting (no state.json yet: retry shortly); DataLoss when exit.json is
+  // corrupt.
   absl::StatusOr<std::unique_ptr<Attempt>> Reattach(const std::filesystem::path& attempt_dir,
                                                     AttemptObserver* observer);
 

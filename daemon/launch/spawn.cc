@@ -25,11 +25,27 @@ namespace {
 
 constexpr int kPipeBytes = 1 << 20;
 
+// What the child must do that needs data: prepared by the parent before
+// vfork, read (never written) by the child.
+struct ChildPlan {
+  const char* cgroup_procs = nullptr;  // <cgroup>/cgroup.procs, or null.
+  const RunAs* run_as = nullptr;
+  const gid_t* groups = nullptr;       // run_as->groups as gid_t.
+  std::size_t group_count = 0;
+};
+
 // Runs in the child between vfork and exec, on the parent's memory: only
-// async-signal-safe calls, no allocation, no writes the parent would see.
+// async-signal-safe calls, no allocation, no writes the parent would see
+// (except the executor's error, which is how a failure is reported).
+// Credentials are changed with raw syscalls: glibc's setuid() and friends
+// broadcast the change to every thread of the process (nptl's setxid), and
+// after vfork "every thread" is the parent's. The kernel keeps credentials per
+// thread, so the raw call changes this child alone.
 struct ChildSetup {
+  const ChildPlan* plan;
+
   template <typename Executor>
-  void operator()(Executor&) const {
+  void operator()(Executor& exec) const {
     ::setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
@@ -37,8 +53,37 @@ struct ChildSetup {
     for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);  // SIGPIPE was ignored.
     // Nothing of the parent's (sockets, other jobs' pipes) leaks into the child.
     ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+    if (plan->cgroup_procs != nullptr) {
+      // "0" moves the writing process (cgroup-v2.rst, cgroup.procs). Best
+      // effort: without it the attempt still has its process group.
+      const int fd = ::open(plan->cgroup_procs, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        (void)!::write(fd, "0", 1);
+        ::close(fd);
+      }
+    }
+    if (plan->run_as != nullptr && !DropPrivileges(*plan)) {
+      // Never exec with tpud's privileges. The message fits std::string's
+      // small buffer: set_error copies it without allocating.
+      exec.set_error(std::error_code(errno, std::system_category()), "set uid/gid");
+      ::_exit(127);
+    }
+  }
+
+  static bool DropPrivileges(const ChildPlan& plan) {
+    const RunAs& who = *plan.run_as;
+    return ::syscall(SYS_setgroups, plan.group_count, plan.groups) == 0 &&
+           ::syscall(SYS_setresgid, who.gid, who.gid, who.gid) == 0 &&
+           ::syscall(SYS_setresuid, who.uid, who.uid, who.uid) == 0;
   }
 };
+
+// errno values that say "not now" rather than "never": the launch is retried
+// after a backoff instead of failing the job (fork: EAGAIN/ENOMEM; pipe,
+// open: EMFILE/ENFILE; a full disk for the log: ENOSPC).
+bool IsTransientErrno(int err) {
+  return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == ENOSPC;
+}
 
 // What systemd hands to the service itself (sd_notify(3), sd_listen_fds(3)):
 // they describe tpud, and a job that used them would talk to systemd as tpud.
@@ -48,6 +93,11 @@ constexpr const char* kServiceOnlyVariables[] = {"NOTIFY_SOCKET", "WATCHDOG_USEC
 bp::environment BuildEnvironment(const LaunchSpec& spec) {
   bp::environment env = boost::this_process::environment();
   for (const char* name : kServiceOnlyVariables) env.erase(name);
+  if (spec.run_as) {  // login(1)'s variables for the user it runs as; spec.env may override.
+    env["HOME"] = spec.run_as->home.string();
+    env["USER"] = spec.run_as->user;
+    env["LOGNAME"] = spec.run_as->user;
+  }
   for (const auto& [key, value] : spec.env) {
     if (value.empty()) {
       env[key] = "";  // Boost drops empty values; set then keep the key visible.
@@ -86,8 +136,26 @@ absl::StatusOr<std::filesystem::path> ResolveExecutable(const LaunchSpec& spec) 
   return exe;
 }
 
+static absl::Status SpawnError(const std::filesystem::path& exe, absl::string_view what, int err) {
+  const std::string message = absl::StrCat("spawn \"", exe.string(), "\": ", what);
+  if (IsTransientErrno(err)) return absl::UnavailableError(message);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+  if (err == ENOENT) return absl::NotFoundError(message);
+  return absl::InternalError(message);
+}
+
 absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& exe,
                                                    const LaunchSpec& spec) {
+  ChildPlan plan;
+  const std::string cgroup_procs = (spec.cgroup / "cgroup.procs").string();
+  if (!spec.cgroup.empty()) plan.cgroup_procs = cgroup_procs.c_str();
+  std::vector<gid_t> groups;
+  if (spec.run_as) {
+    plan.run_as = &*spec.run_as;
+    groups.assign(spec.run_as->groups.begin(), spec.run_as->groups.end());
+    plan.groups = groups.data();
+    plan.group_count = groups.size();
+  }
   try {
     bp::pipe output;
     ::fcntl(output.native_source(), F_SETPIPE_SZ, kPipeBytes);  // Best effort; fewer wakeups.
@@ -97,7 +165,7 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
                     // clang-format off
                     bp::std_in < bp::null, (bp::std_out & bp::std_err) > output,
                     // clang-format on
-                    bp::extend::on_exec_setup = ChildSetup{},
+                    bp::extend::on_exec_setup = ChildSetup{&plan},
                     // vfork, as posix_spawn does: fork() copies the page tables
                     // of a daemon with gRPC's threads and maps, 2 ms per start
                     // on the restart path (bench/README.md).
@@ -112,12 +180,11 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
     if (spawned.output_fd < 0) {
       ::kill(-spawned.pid, SIGKILL);
       ::waitpid(spawned.pid, nullptr, 0);
-      return absl::InternalError(
-          absl::StrCat("spawn \"", exe.string(), "\": dup: ", std::strerror(dup_errno)));
+      return SpawnError(exe, absl::StrCat("dup: ", std::strerror(dup_errno)), dup_errno);
     }
     return spawned;
   } catch (const bp::process_error& e) {
-    return absl::InternalError(absl::StrCat("spawn \"", exe.string(), "\": ", e.what()));
+    return SpawnError(exe, e.what(), e.code().value());
   }
 }
 

@@ -33,8 +33,11 @@ struct SpawnedProcess {
 // child and the parent, so a signal sent right after this returns reaches the
 // group), stdin from /dev/null, stdout and stderr into one fresh pipe, the
 // signal mask and dispositions reset to defaults, and no file descriptor >= 3
-// inherited. Errors: Internal ("spawn \"exe\": <reason>") when pipe, fork or
-// exec fails.
+// inherited; in spec.cgroup when set; as spec.run_as when set (see
+// LaunchSpec). Errors ("spawn \"exe\": <reason>"): Unavailable when the
+// failure is a transient shortage (EAGAIN, ENOMEM, EMFILE, ENFILE, ENOSPC:
+// retry later); PermissionDenied (EACCES, EPERM, e.g. the uid could not be
+// set); NotFound (ENOENT); Internal otherwise.
 absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& exe,
                                                    const LaunchSpec& spec);
 

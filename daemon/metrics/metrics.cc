@@ -34,21 +34,21 @@ void Add(MetricFamily& family, std::vector<ClientMetric::Label> labels, double v
 
 class SnapshotCollector final : public prometheus::Collectable {
  public:
-  SnapshotCollector(std::function<std::vector<JobSnapshot>()> snapshot, std::string version)
+  SnapshotCollector(std::function<MetricsInput()> snapshot, std::string version)
       : snapshot_(std::move(snapshot)), version_(std::move(version)) {}
   std::vector<MetricFamily> Collect() const override {
     return BuildMetricFamilies(snapshot_(), version_);
   }
 
  private:
-  std::function<std::vector<JobSnapshot>()> snapshot_;
+  std::function<MetricsInput()> snapshot_;
   std::string version_;
 };
 
 }  // namespace
 
-std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jobs,
-                                              const std::string& version) {
+std::vector<MetricFamily> BuildMetricFamilies(const MetricsInput& input, const std::string& version) {
+  const std::vector<JobSnapshot>& jobs = input.jobs;
   MetricFamily build = Family("tpud_build_info", "tpud build; the value is always 1.", MetricType::Gauge);
   Add(build, {{"version", version}}, 1);
   MetricFamily state = Family("tpud_job_state", "1 for the job's current state, 0 for the others.",
@@ -81,7 +81,18 @@ std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jo
                                "Seconds of wall time without kept progress, by cause: startup, "
                                "checkpoint_restore, wasted_progress, recovery, hang_detection.",
                                MetricType::Gauge);
+  MetricFamily log_dropped = Family("tpud_job_log_dropped_bytes_total",
+                                    "Output the job log could not write (a full disk), all attempts.",
+                                    MetricType::Counter);
+  MetricFamily store_healthy = Family("tpud_state_store_healthy",
+                                      "1 while the state store takes writes; 0 after a write failed.",
+                                      MetricType::Gauge);
+  Add(store_healthy, {}, input.store.ok ? 1 : 0);
+  MetricFamily store_errors = Family("tpud_state_store_errors_total", "Failed state store writes.",
+                                     MetricType::Counter);
+  Add(store_errors, {}, static_cast<double>(input.store.errors_total));
   for (const JobSnapshot& job : jobs) {
+    Add(log_dropped, {{"job", job.name}}, static_cast<double>(job.log_dropped_bytes));
     if (const std::optional<double> ratio = job.goodput.ratio()) Add(goodput, {{"job", job.name}}, *ratio);
     Add(productive, {{"job", job.name}}, job.goodput.productive.count());
     for (BadputCause cause : kAllBadputCauses) {
@@ -105,12 +116,12 @@ std::vector<MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jo
       Add(exit_signal, {{"job", job.name}}, job.last_exit->signal);
     }
   }
-  return {build, state, attempts, restarts, failures, uptime, step, exit_code, exit_signal,
-          goodput, productive, badput};
+  return {build,    state,      attempts, restarts,    failures,      uptime,      step,         exit_code,
+          exit_signal, goodput, productive, badput, log_dropped, store_healthy, store_errors};
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& listen, std::function<std::vector<JobSnapshot>()> snapshot, std::string version) {
+    const std::string& listen, std::function<MetricsInput()> snapshot, std::string version) {
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   try {
     server->exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);

@@ -11,6 +11,9 @@
 //   tpud_job_checkpoint_step{job}                 gauge, step of the checkpoint last resumed from
 //   tpud_job_last_exit_code{job}                  gauge, -1 when killed by a signal
 //   tpud_job_last_exit_signal{job}                gauge, 0 when it exited
+//   tpud_job_log_dropped_bytes_total{job}         counter, output the job log could not write
+//   tpud_state_store_healthy                      gauge, 1 while the state store takes writes
+//   tpud_state_store_errors_total                 counter, failed state store writes
 #pragma once
 
 #include <functional>
@@ -19,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/supervisor/job.h"
+#include "daemon/supervisor/supervisor.h"
 
 namespace prometheus {
 struct MetricFamily;
@@ -28,9 +31,14 @@ class Exposer;
 
 namespace tpud {
 
+// What a scrape reports, taken on the event loop.
+struct MetricsInput {
+  std::vector<JobSnapshot> jobs;
+  StoreHealth store;
+};
+
 // Pure: the families for these snapshots.
-std::vector<prometheus::MetricFamily> BuildMetricFamilies(const std::vector<JobSnapshot>& jobs,
-                                                          const std::string& version);
+std::vector<prometheus::MetricFamily> BuildMetricFamilies(const MetricsInput& input, const std::string& version);
 
 // Serves /metrics over HTTP. Thread-safety: `snapshot` is called on the
 // HTTP server's threads; it must be safe to call from any thread until the
@@ -40,8 +48,7 @@ class MetricsServer {
   // Listens on `listen` ("host:port"; port 0 picks a free port). Errors:
   // Unavailable when the address cannot be bound, naming it.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
-      const std::string& listen, std::function<std::vector<JobSnapshot>()> snapshot,
-      std::string version);
+      const std::string& listen, std::function<MetricsInput()> snapshot, std::string version);
   ~MetricsServer();
 
   // "127.0.0.1:9464", with the port actually bound.

@@ -10,11 +10,12 @@
 
 namespace tpud {
 
-ControlServer::ControlServer(AccessPolicy policy, v1::Supervisor::Service& service)
-    : policy_(std::move(policy)), guarded_(service, registry_, policy_) {}
+ControlServer::ControlServer(AccessPolicy policy, v1::Supervisor::Service& service, PeerRegistry& registry)
+    : policy_(std::move(policy)), registry_(registry), guarded_(service, registry_, policy_) {}
 
 absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(const DaemonConfig& config,
-                                                                    v1::Supervisor::Service& service) {
+                                                                    v1::Supervisor::Service& service,
+                                                                    PeerRegistry& registry) {
   absl::StatusOr<AccessPolicy> policy = MakeAccessPolicy(config.socket_group);
   if (!policy.ok())
     return absl::InvalidArgumentError(absl::StrCat("socket_group: ", policy.status().message()));
@@ -23,12 +24,12 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(const Daemon
       UnixListener::Open(config.socket, static_cast<mode_t>(config.socket_mode), gid);
   if (!listener.ok()) return listener.status();
 
-  std::unique_ptr<ControlServer> control(new ControlServer(*std::move(policy), service));
+  std::unique_ptr<ControlServer> control(new ControlServer(*std::move(policy), service, registry));
   grpc::ServerBuilder builder;  // No listening port: connections come from the listener.
   builder.RegisterService(&control->guarded_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxTransportMessageBytes));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(MakeDecodeErrorInterceptorFactory());
+  interceptors.push_back(MakeDecodeErrorInterceptorFactory(&control->registry_, control->policy_));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   control->server_ = builder.BuildAndStart();
   if (!control->server_) {
@@ -36,7 +37,7 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(const Daemon
         absl::StrCat("socket ", config.socket.string(), ": cannot start the gRPC server"));
   }
   control->listener_ = *std::move(listener);
-  control->listener_->Serve(control->server_.get(), &control->registry_);
+  control->listener_->Serve(control->server_.get(), &control->registry_, control->policy_);
   spdlog::info("control socket {}: mode {:04o}; root, uid {} and group {} may use it", config.socket.string(),
                config.socket_mode, control->policy_.daemon_uid, control->policy_.group_name);
   return control;

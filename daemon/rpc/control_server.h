@@ -26,8 +26,11 @@ class ControlServer {
   // AuthorizePeer admits. `service` must outlive the ControlServer.
   // Errors: an unknown group; a socket that cannot be bound, chmod-ed,
   // chown-ed or listened on (the message names the path and the call).
+  // `registry` receives the credentials of each admitted connection; the
+  // service reads callers from it.
   static absl::StatusOr<std::unique_ptr<ControlServer>> Start(const DaemonConfig& config,
-                                                              v1::Supervisor::Service& service);
+                                                              v1::Supervisor::Service& service,
+                                                              PeerRegistry& registry);
   ~ControlServer();  // Shutdown() now, if not yet done.
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
@@ -39,10 +42,10 @@ class ControlServer {
   const AccessPolicy& policy() const { return policy_; }
 
  private:
-  ControlServer(AccessPolicy policy, v1::Supervisor::Service& service);
+  ControlServer(AccessPolicy policy, v1::Supervisor::Service& service, PeerRegistry& registry);
 
   const AccessPolicy policy_;
-  PeerRegistry registry_;
+  PeerRegistry& registry_;
   GuardedService guarded_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<UnixListener> listener_;

@@ -57,6 +57,10 @@ void ToProto(const JobSnapshot& s, v1::JobStatus* out) {
       (*goodput->mutable_badput_seconds())[std::string(BadputCauseName(cause))] = s.goodput.badput_of(cause).count();
     }
   }
+  out->set_log_dropped_bytes(static_cast<std::int64_t>(s.log_dropped_bytes));
+  out->set_log_dropping(s.log_dropping);
+  out->set_user(s.spec.user);
+  out->set_group(s.spec.group);
 }
 
 void ToProto(const JobEvent& e, v1::JobEvent* out) {

@@ -8,15 +8,24 @@
 // the POST_RECV_MESSAGE interception point, with a null message
 // (src/cpp/server/server_cc.cc, SyncRequest::Run), and the status then sent
 // passes PRE_SEND_STATUS, where it can be replaced.
+//
+// Authorization comes first: the caller is checked at
+// POST_RECV_INITIAL_METADATA, before the message is decoded, and an
+// unauthorized caller's answer is PERMISSION_DENIED whatever it sent (a peer
+// the listener refused never gets this far; this holds for any that would).
 #pragma once
 
 #include <grpcpp/support/server_interceptor.h>
 
 #include <memory>
 
+#include "daemon/rpc/peer_auth.h"
+
 namespace tpud {
 
-// For ServerBuilder::experimental().SetInterceptorCreators.
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeDecodeErrorInterceptorFactory();
+// For ServerBuilder::experimental().SetInterceptorCreators. `registry` and
+// `policy` must outlive the server.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeDecodeErrorInterceptorFactory(
+    const PeerRegistry* registry, const AccessPolicy& policy);
 
 }  // namespace tpud

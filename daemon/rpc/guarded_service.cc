@@ -87,4 +87,10 @@ grpc::Status GuardedService::Doctor(grpc::ServerContext* ctx, const v1::DoctorRe
   return inner_.Doctor(ctx, req, resp);
 }
 
+grpc::Status GuardedService::RemoveJob(grpc::ServerContext* ctx, const v1::RemoveJobRequest* req,
+                                       v1::RemoveJobResponse* resp) {
+  if (grpc::Status s = Admit(ctx, "RemoveJob", *req); !s.ok()) return s;
+  return inner_.RemoveJob(ctx, req, resp);
+}
+
 }  // namespace tpud

@@ -37,6 +37,8 @@ class GuardedService final : public v1::Supervisor::Service {
                         v1::ResetTpuResponse* resp) override;
   grpc::Status Doctor(grpc::ServerContext* ctx, const v1::DoctorRequest* req,
                       v1::DoctorResponse* resp) override;
+  grpc::Status RemoveJob(grpc::ServerContext* ctx, const v1::RemoveJobRequest* req,
+                         v1::RemoveJobResponse* resp) override;
 
  private:
   // OK when the caller may call `method` with `req`; else the status to send.

@@ -96,6 +96,11 @@ absl::Status CheckRequest(const v1::StopJobRequest& req) {
   return CheckJobName("name", req.name(), true);
 }
 
+absl::Status CheckRequest(const v1::RemoveJobRequest& req) {
+  if (absl::Status s = CheckSize(req); !s.ok()) return s;
+  return CheckJobName("name", req.name(), true);
+}
+
 absl::Status CheckRequest(const v1::RestartJobRequest& req) {
   if (absl::Status s = CheckSize(req); !s.ok()) return s;
   return CheckJobName("name", req.name(), true);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/run_on_loop.h"
+#include "daemon/common/text.h"
 #include "daemon/launch/log_file.h"
 #include "daemon/rpc/convert.h"
 
@@ -14,12 +15,38 @@ constexpr auto kStreamPoll = std::chrono::milliseconds(200);  // How often a str
 constexpr std::size_t kStreamQueueBytes = 8 << 20;
 constexpr int kMaxTailLines = 100000;
 constexpr int kDefaultTailLines = 10;
+// One TailLogs message: far below gRPC's 4 MiB default receive limit, so a
+// large tail (100,000 lines) arrives as several messages, never as one too big.
+constexpr std::size_t kTailChunkBytes = 1 << 20;
 
 absl::Status RequireName(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("name: required");
   if (name.size() > 63) return absl::InvalidArgumentError("name: longer than 63 characters");
   return absl::OkStatus();
 }
+
+}  // namespace
+
+absl::StatusOr<FollowSlots::Slot> FollowSlots::Acquire(std::uint32_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int& mine = by_uid_[uid];
+  if (uid == 0 ? mine >= kRootTotal : (mine >= kPerUid || non_root_ >= kNonRootTotal)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many followed streams (logs -f, events -f) open: at most ",
+        uid == 0 ? kRootTotal : (mine >= kPerUid ? kPerUid : kNonRootTotal),
+        uid == 0 ? " for root" : (mine >= kPerUid ? " per user" : " for all non-root users"),
+        "; end some first"));
+  }
+  ++mine;
+  if (uid != 0) ++non_root_;
+  return Slot(nullptr, [this, uid](void*) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--by_uid_[uid] == 0) by_uid_.erase(uid);
+    if (uid != 0) --non_root_;
+  });
+}
+
+namespace {
 
 template <typename Response>
 grpc::Status Reply(const absl::StatusOr<JobSnapshot>& snapshot, Response* resp) {
@@ -29,6 +56,18 @@ grpc::Status Reply(const absl::StatusOr<JobSnapshot>& snapshot, Response* resp) 
 }
 
 }  // namespace
+
+std::optional<Caller> SupervisorService::CallerOf(grpc::ServerContext* ctx) const {
+  if (peers_ == nullptr) return std::nullopt;
+  const std::optional<PeerCredentials> peer = peers_->Find(ctx->peer());
+  if (!peer) return Caller{65534, 65534, {}};  // Unknown: treated as nobody, never as root.
+  return Caller{peer->uid, peer->gid, std::vector<std::uint32_t>(peer->groups.begin(), peer->groups.end())};
+}
+
+absl::StatusOr<FollowSlots::Slot> SupervisorService::FollowSlot(grpc::ServerContext* ctx) {
+  const std::optional<Caller> caller = CallerOf(ctx);
+  return follow_slots_.Acquire(caller ? caller->uid : 0);
+}
 
 absl::StatusOr<JobSpec> SupervisorService::SpecFromRequest(const v1::StartJobRequest& req) const {
   JobSpec spec;
@@ -55,7 +94,7 @@ absl::StatusOr<JobSpec> SupervisorService::SpecFromRequest(const v1::StartJobReq
   return parsed;
 }
 
-grpc::Status SupervisorService::StartJob(grpc::ServerContext*, const v1::StartJobRequest* req,
+grpc::Status SupervisorService::StartJob(grpc::ServerContext* ctx, const v1::StartJobRequest* req,
                                          v1::StartJobResponse* resp) {
   if (req->spec_case() == v1::StartJobRequest::SPEC_NOT_SET) {
     if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
@@ -66,8 +105,16 @@ grpc::Status SupervisorService::StartJob(grpc::ServerContext*, const v1::StartJo
   if (!spec.ok()) return ToGrpcStatus(spec.status());
   // Kept so a restarted tpud can bring the job back.
   const std::string yaml = req->has_ad_hoc() ? AdHocJobSpecYaml(*spec) : req->spec_yaml();
+  const std::optional<Caller> caller = CallerOf(ctx);
   return Reply(
-      RunOnLoop(io_, [&] { return supervisor_.SubmitAndStart(*spec, "submitted by tpuctl", yaml); }), resp);
+      RunOnLoop(io_, [&] { return supervisor_.SubmitAndStart(*spec, "submitted by tpuctl", yaml, caller); }), resp);
+}
+
+grpc::Status SupervisorService::RemoveJob(grpc::ServerContext* ctx, const v1::RemoveJobRequest* req,
+                                          v1::RemoveJobResponse*) {
+  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
+  const std::optional<Caller> caller = CallerOf(ctx);
+  return ToGrpcStatus(RunOnLoop(io_, [&] { return supervisor_.RemoveSubmittedJob(req->name(), caller); }));
 }
 
 grpc::Status SupervisorService::StopJob(grpc::ServerContext*, const v1::StopJobRequest* req,
@@ -100,11 +147,13 @@ grpc::Status SupervisorService::ListJobs(grpc::ServerContext*, const v1::ListJob
 grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                                             grpc::ServerWriter<v1::WatchEventsResponse>* writer) {
   const std::string job = req->job();
+  absl::StatusOr<FollowSlots::Slot> slot = req->follow() ? FollowSlot(ctx) : FollowSlots::Slot();
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   // Subscribe and read the history in one turn of the loop: no event is lost or repeated.
   auto [history, queue] = RunOnLoop(io_, [&]() -> std::pair<absl::StatusOr<std::vector<NumberedEvent>>,
                                                             std::shared_ptr<FanoutQueue<NumberedEvent>>> {
     if (!job.empty() && !supervisor_.HasJob(job)) {
-      return {absl::NotFoundError(absl::StrCat("unknown job \"", job, "\"")), nullptr};
+      return {absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(job), "\"")), nullptr};
     }
     auto q = req->follow() ? supervisor_.events().Subscribe(job, 100000) : nullptr;
     return {supervisor_.EventHistory(job, static_cast<std::size_t>(std::max(0, req->history()))), q};
@@ -129,20 +178,28 @@ grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::
 grpc::Status SupervisorService::TailLogs(grpc::ServerContext* ctx, const v1::TailLogsRequest* req,
                                          grpc::ServerWriter<v1::TailLogsResponse>* writer) {
   if (absl::Status s = RequireName(req->job()); !s.ok()) return ToGrpcStatus(s);
+  absl::StatusOr<FollowSlots::Slot> slot = req->follow() ? FollowSlot(ctx) : FollowSlots::Slot();
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   const int lines = std::min(req->lines() < 0 ? kDefaultTailLines : req->lines(), kMaxTailLines);
   // Read the tail and subscribe in one turn of the loop, which is also where
   // output is written: the stream continues the file with no gap or overlap.
   auto [tail, queue] = RunOnLoop(io_, [&]() -> std::pair<absl::StatusOr<std::vector<std::string>>,
                                                          std::shared_ptr<FanoutQueue<std::string>>> {
     if (!supervisor_.HasJob(req->job())) {
-      return {absl::NotFoundError(absl::StrCat("unknown job \"", req->job(), "\"")), nullptr};
+      return {absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(req->job()), "\"")), nullptr};
     }
     auto q = req->follow() ? supervisor_.output().Subscribe(req->job(), kStreamQueueBytes) : nullptr;
     return {ReadLastLines(supervisor_.LogPath(req->job()), lines), q};
   });
   if (!tail.ok()) return ToGrpcStatus(tail.status());
   v1::TailLogsResponse resp;
-  for (const std::string& line : *tail) resp.mutable_data()->append(line);
+  for (const std::string& line : *tail) {
+    if (!resp.data().empty() && resp.data().size() + line.size() > kTailChunkBytes) {
+      if (!writer->Write(resp)) return grpc::Status::OK;
+      resp.Clear();
+    }
+    resp.mutable_data()->append(line);
+  }
   if (!resp.data().empty() && !writer->Write(resp)) return grpc::Status::OK;
   while (queue && !ctx->IsCancelled() && !queue->closed()) {
     std::optional<std::string> line = queue->Pop(kStreamPoll);
@@ -167,6 +224,11 @@ grpc::Status SupervisorService::GetDaemonInfo(grpc::ServerContext*, const v1::Ge
   resp->set_pid(::getpid());
   resp->set_config_path(info_.config_path);
   resp->set_start_time_unix_ms(info_.start_time_unix_ms);
+  resp->set_attempt_cgroups(info_.attempt_cgroups);
+  const StoreHealth store = RunOnLoop(io_, [&] { return supervisor_.store_health(); });
+  resp->set_state_store_ok(store.ok);
+  resp->set_state_store_error(store.last_error);
+  resp->set_state_store_errors_total(store.errors_total);
   return grpc::Status::OK;
 }
 

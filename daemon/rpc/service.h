@@ -5,6 +5,10 @@
 #include <boost/asio/io_context.hpp>
 #include <string>
 
+#include <map>
+#include <mutex>
+
+#include "daemon/rpc/peer_auth.h"
 #include "daemon/supervisor/supervisor.h"
 #include "daemon/tpu/tpu_preflight.h"
 #include "daemon/tpu/tpu_recovery.h"
@@ -17,6 +21,27 @@ struct DaemonInfo {
   std::string metrics_address;
   std::string config_path;
   std::int64_t start_time_unix_ms = 0;
+  std::string attempt_cgroups;  // Empty: none.
+};
+
+// Streams that follow (`logs -f`, `events -f`) each hold a gRPC thread for as
+// long as they last: a bounded number may run at once, per caller and in
+// all, with room kept for root. Thread-safety: thread-safe.
+class FollowSlots {
+ public:
+  static constexpr int kPerUid = 16;        // Any one non-root user.
+  static constexpr int kNonRootTotal = 48;  // All non-root users together.
+  static constexpr int kRootTotal = 16;     // Root, beyond that.
+
+  // A held slot; released when destroyed.
+  using Slot = std::shared_ptr<void>;
+  // A slot for `uid`, or ResourceExhausted saying which limit was reached.
+  absl::StatusOr<Slot> Acquire(std::uint32_t uid);
+
+ private:
+  std::mutex mu_;
+  std::map<std::uint32_t, int> by_uid_;  // Guarded by mu_.
+  int non_root_ = 0;                     // Guarded by mu_.
 };
 
 // Thread-safety: gRPC calls the handlers on its own threads; each reaches the
@@ -24,8 +49,11 @@ struct DaemonInfo {
 // has shut down.
 class SupervisorService final : public v1::Supervisor::Service {
  public:
-  SupervisorService(boost::asio::io_context& io, Supervisor& supervisor, DaemonInfo info)
-      : io_(io), supervisor_(supervisor), info_(std::move(info)) {}
+  // `peers` (may be null: every caller is root, as in tests without a
+  // socket) names the caller of each call.
+  SupervisorService(boost::asio::io_context& io, Supervisor& supervisor, DaemonInfo info,
+                    const PeerRegistry* peers = nullptr)
+      : io_(io), supervisor_(supervisor), info_(std::move(info)), peers_(peers) {}
 
   grpc::Status StartJob(grpc::ServerContext* ctx, const v1::StartJobRequest* req,
                         v1::StartJobResponse* resp) override;
@@ -43,6 +71,8 @@ class SupervisorService final : public v1::Supervisor::Service {
                         grpc::ServerWriter<v1::TailLogsResponse>* writer) override;
   grpc::Status GetDaemonInfo(grpc::ServerContext* ctx, const v1::GetDaemonInfoRequest* req,
                              v1::GetDaemonInfoResponse* resp) override;
+  grpc::Status RemoveJob(grpc::ServerContext* ctx, const v1::RemoveJobRequest* req,
+                         v1::RemoveJobResponse* resp) override;
 
   // Issue 4 (daemon/rpc/tpu_service.cc). `backend` is tpu.reset.backend;
   // `recovery` (null for none) and `checks` must outlive the service. Call
@@ -61,10 +91,16 @@ class SupervisorService final : public v1::Supervisor::Service {
 
  private:
   absl::StatusOr<JobSpec> SpecFromRequest(const v1::StartJobRequest& req) const;
+  // The caller of this call; nullopt for root or when peers are not tracked.
+  std::optional<Caller> CallerOf(grpc::ServerContext* ctx) const;
+  // A follow slot for the caller, or the gRPC error to answer.
+  absl::StatusOr<FollowSlots::Slot> FollowSlot(grpc::ServerContext* ctx);
 
   boost::asio::io_context& io_;
   Supervisor& supervisor_;
   const DaemonInfo info_;
+  const PeerRegistry* peers_;
+  FollowSlots follow_slots_;
   std::string tpu_backend_ = "none";
   TpuRecovery* tpu_recovery_ = nullptr;
   const TpuPreflight* tpu_checks_ = nullptr;

@@ -70,7 +70,8 @@ UnixListener::~UnixListener() {
   ::close(wake_fd_);
 }
 
-void UnixListener::Serve(grpc::Server* server, PeerRegistry* registry) {
+void UnixListener::Serve(grpc::Server* server, PeerRegistry* registry, AccessPolicy policy) {
+  policy_ = std::move(policy);
   thread_ = std::thread([this, server, registry] { AcceptLoop(server, registry); });
 }
 
@@ -104,13 +105,44 @@ void UnixListener::AcceptLoop(grpc::Server* server, PeerRegistry* registry) {
 
 void UnixListener::HandOver(int fd, grpc::Server* server, PeerRegistry* registry) {
   absl::StatusOr<PeerCredentials> peer = ReadPeerCredentials(fd);
-  if (!peer.ok()) {
-    spdlog::warn("control socket: connection refused: {}", std::string(peer.status().message()));
-    ::close(fd);
-    return;
+  if (!peer.ok()) return Refuse(fd, static_cast<uid_t>(-1), std::string(peer.status().message()));
+  if (absl::Status allowed = AuthorizePeer(*peer, policy_); !allowed.ok()) {
+    return Refuse(fd, peer->uid, std::string(allowed.message()));
   }
+  if (std::string why = OverLimit(*peer); !why.empty()) return Refuse(fd, peer->uid, why);
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (peer->uid != 0) open_.push_back({fd, st.st_ino, peer->uid});
   registry->Remember(fd, *std::move(peer));
   grpc::AddInsecureChannelFromFd(server, fd);  // gRPC owns fd from here.
+}
+
+std::string UnixListener::OverLimit(const PeerCredentials& peer) {
+  if (peer.uid == 0) return "";
+  // Forget connections gRPC has closed: their fd is gone or names another socket.
+  std::erase_if(open_, [](const OpenConnection& open) {
+    struct stat st {};
+    return ::fstat(open.fd, &st) != 0 || st.st_ino != open.inode;
+  });
+  int mine = 0;
+  for (const OpenConnection& open : open_) mine += open.uid == peer.uid ? 1 : 0;
+  if (mine >= limits_.per_uid) {
+    return absl::StrCat("uid ", peer.uid, " already has ", mine, " connections open (at most ", limits_.per_uid, ")");
+  }
+  if (static_cast<int>(open_.size()) >= limits_.non_root_total) {
+    return absl::StrCat(open_.size(), " non-root connections are open (at most ", limits_.non_root_total, ")");
+  }
+  return "";
+}
+
+void UnixListener::Refuse(int fd, uid_t uid, const std::string& why) {
+  ::close(fd);
+  ++refused_;
+  const auto now = std::chrono::steady_clock::now();
+  auto [last, first] = last_logged_.try_emplace(uid, now);
+  if (!first && now - last->second < std::chrono::minutes(1)) return;  // A flood logs once a minute.
+  last->second = now;
+  spdlog::warn("control socket: connection refused: {} ({} refused so far)", why, refused_.load());
 }
 
 }  // namespace tpud

@@ -43,6 +43,15 @@ absl::StatusOr<json> ReadJsonFile(const fs::path& path) {
   return parsed;
 }
 
+json RunAsToJson(const std::optional<RunAs>& run_as) {
+  if (!run_as) return nullptr;
+  return json{{"uid", run_as->uid},
+              {"gid", run_as->gid},
+              {"groups", run_as->groups},
+              {"user", run_as->user},
+              {"home", run_as->home.string()}};
+}
+
 bool IsSafeName(std::string_view job) {
   return !job.empty() && job != "." && job != ".." && job.find('/') == std::string_view::npos;
 }
@@ -79,7 +88,7 @@ std::vector<fs::path> ListAttemptDirs(const fs::path& state_dir) {
 
 absl::Status WriteFileAtomically(const fs::path& path, std::string_view content) {
   const fs::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError(tmp, "open", errno);
   absl::Status written = WriteAll(fd, content, tmp);
   ::close(fd);
@@ -113,7 +122,9 @@ absl::StatusOr<std::string> SpecToJson(const LaunchSpec& spec) {
                 {"working_dir", spec.working_dir.string()},
                 {"log_path", spec.log_path.string()},
                 {"log_max_bytes", spec.log_max_bytes},
-                {"log_backups", spec.log_backups}}
+                {"log_backups", spec.log_backups},
+                {"cgroup", spec.cgroup.string()},
+                {"run_as", RunAsToJson(spec.run_as)}}
         .dump(2);
   } catch (const json::exception& e) {  // Not UTF-8: a trainer's argv must be exact.
     return absl::InvalidArgumentError(absl::StrCat("spec of job ", spec.job, ": ", e.what()));
@@ -133,6 +144,17 @@ absl::StatusOr<LaunchSpec> ReadSpecFile(const fs::path& path) {
     spec.log_path = parsed->at("log_path").get<std::string>();
     spec.log_max_bytes = parsed->value("log_max_bytes", spec.log_max_bytes);
     spec.log_backups = parsed->value("log_backups", spec.log_backups);
+    spec.cgroup = parsed->value("cgroup", std::string());
+    if (parsed->contains("run_as") && parsed->at("run_as").is_object()) {
+      const json& who = parsed->at("run_as");
+      RunAs run_as;
+      run_as.uid = who.at("uid").get<std::uint32_t>();
+      run_as.gid = who.at("gid").get<std::uint32_t>();
+      run_as.groups = who.value("groups", std::vector<std::uint32_t>());
+      run_as.user = who.value("user", std::string());
+      run_as.home = who.value("home", std::string("/"));
+      spec.run_as = std::move(run_as);
+    }
     return spec;
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", e.what()));
@@ -142,16 +164,25 @@ absl::StatusOr<LaunchSpec> ReadSpecFile(const fs::path& path) {
 std::string ShimStateToJson(const ShimState& state) {
   return json{{"protocol", state.protocol},
               {"shim_pid", state.shim_pid},
-              {"trainer_pid", state.trainer_pid}}
-      .dump();
+              {"trainer_pid", state.trainer_pid},
+              {"shim_start_ticks", state.shim_start_ticks},
+              {"trainer_start_ticks", state.trainer_start_ticks},
+              {"cgroup", state.cgroup}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 absl::StatusOr<ShimState> ReadStateFile(const fs::path& path) {
   absl::StatusOr<json> parsed = ReadJsonFile(path);
   if (!parsed.ok()) return parsed.status();
   try {
-    return ShimState{parsed->value("protocol", 0), parsed->value("shim_pid", -1),
-                     parsed->at("trainer_pid").get<int>()};
+    ShimState state;
+    state.protocol = parsed->value("protocol", 0);
+    state.shim_pid = parsed->value("shim_pid", -1);
+    state.trainer_pid = parsed->at("trainer_pid").get<int>();
+    state.shim_start_ticks = parsed->value("shim_start_ticks", std::uint64_t{0});
+    state.trainer_start_ticks = parsed->value("trainer_start_ticks", std::uint64_t{0});
+    state.cgroup = parsed->value("cgroup", std::string());
+    return state;
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", e.what()));
   }

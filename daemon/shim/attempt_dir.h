@@ -1,8 +1,9 @@
 // The attempt directory, STATE_DIR/attempts/JOB/ATTEMPT/: the state tpud and
 // tpud-shim share on disk, so a restarted daemon can find its attempts again.
 //   spec.json   the LaunchSpec; written by the daemon before it starts the shim.
-//   state.json  {"protocol":1,"shim_pid":N,"trainer_pid":M}; written by the
-//               shim once the trainer runs, before it reports ready.
+//   state.json  {"protocol":2,"shim_pid":N,"trainer_pid":M,"shim_start_ticks":S,
+//               "trainer_start_ticks":T,"cgroup":"DIR"}; written by the shim
+//               once the trainer runs, before it reports ready.
 //   shim.sock   the shim's socket (protocol.h); removed when the shim exits.
 //   shim.log    the shim's own diagnostics.
 //   exit.json   the exit status (protocol.h ExitStatusToJson), written
@@ -62,6 +63,12 @@ struct ShimState {
   int protocol = 0;
   int shim_pid = -1;
   int trainer_pid = -1;
+  // Start times (field 22 of /proc/PID/stat, launch/process_tree.h): with the
+  // pid they name the shim and the trainer for ever, so tpud never signals a
+  // process that reused a pid. 0: unknown (written by a protocol 1 shim).
+  std::uint64_t shim_start_ticks = 0;
+  std::uint64_t trainer_start_ticks = 0;
+  std::string cgroup;  // The attempt's cgroup directory; empty: none.
 };
 std::string ShimStateToJson(const ShimState& state);
 // Errors: NotFound when missing; InvalidArgument when malformed.

@@ -46,6 +46,8 @@ class FrameStream : public std::enable_shared_from_this<FrameStream> {
   // reads on until the peer closes, then calls on_closed).
   bool idle() const { return writable_ && queue_.empty(); }
   bool open() const { return open_; }
+  // The socket's fd (for poll(2) probes; do not read or write it).
+  int native_handle() { return socket_.native_handle(); }
   // Closes the socket; no callback runs afterwards.
   void Close();
 

@@ -91,6 +91,18 @@ absl::StatusOr<ExitStatus> ExitStatusFromJson(std::string_view text, int* traine
       absl::StrCat("not an exit status: ", std::string(text.substr(0, 200))));
 }
 
+std::string LogHealthToJson(const LogHealth& health) {
+  return json{{"dropped_bytes", health.dropped_bytes}, {"dropping", health.dropping}}.dump();
+}
+
+absl::StatusOr<LogHealth> LogHealthFromJson(std::string_view text) {
+  const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object() && parsed.contains("dropped_bytes") && parsed["dropped_bytes"].is_number_unsigned()) {
+    return LogHealth{parsed["dropped_bytes"].get<std::uint64_t>(), parsed.value("dropping", false)};
+  }
+  return absl::InvalidArgumentError(absl::StrCat("not a log health report: ", std::string(text.substr(0, 200))));
+}
+
 std::string EncodeReady(const ShimReady& ready) {
   return json{{"ready", {{"shim_pid", ready.shim_pid}, {"trainer_pid", ready.trainer_pid}}}}
              .dump() +

@@ -14,7 +14,9 @@
 //    message) is a diagnostic.
 //
 // 2. The socket (unix stream, ATTEMPT_DIR/shim.sock). One daemon connection
-//    at a time; a new connection replaces the previous one. Frames:
+//    at a time: while a connected daemon is still there, a second connection
+//    is closed at once (only after the first one's peer has hung up does a
+//    new connection take its place). Frames:
 //      [type: 1 byte][payload length: uint32 little-endian][payload]
 //    shim -> daemon:
 //      'O' output: bytes of the trainer's stdout+stderr, in order, each already
@@ -25,6 +27,9 @@
 //          this point (dropped, or lost with an earlier connection). The
 //          stream resumes at the start of a line: the daemon discards the
 //          partial line it holds.
+//      'L' log health: JSON {"dropped_bytes":N,"dropping":true|false}, sent when
+//          the job log starts dropping output (a full disk) and when it
+//          writes again; N counts every byte this attempt's log lost so far.
 //      'X' exit: the exit status as JSON (same keys as exit.json), sent after
 //          all output and after exit.json is durable. The shim exits once it
 //          has written it, or when the daemon disconnects, or after 10 s;
@@ -33,7 +38,10 @@
 //    daemon -> shim:
 //      'S' signal: int32 LE. The shim sends it to the trainer's process group
 //          while the trainer is unreaped; afterwards it is ignored (the group
-//          is gone, and its pgid may belong to someone else).
+//          is gone, and its pgid may belong to someone else). Daemons since
+//          protocol 2 signal the group themselves (state.json has the
+//          trainer's start time to check it is the same process), so a busy
+//          shim never delays a stop; the frame remains for older daemons.
 #pragma once
 
 #include <cstdint>
@@ -46,12 +54,12 @@
 
 namespace tpud::shim {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;  // 2: start times and cgroup in state.json, 'L' frames.
 inline constexpr std::size_t kFrameHeaderBytes = 5;
 inline constexpr std::uint32_t kMaxFramePayloadBytes = 1 << 20;
 inline constexpr std::size_t kStreamBufferBytes = 4 << 20;
 
-enum class FrameType : char { kOutput = 'O', kDropped = 'D', kExit = 'X', kSignal = 'S' };
+enum class FrameType : char { kOutput = 'O', kDropped = 'D', kLogHealth = 'L', kExit = 'X', kSignal = 'S' };
 
 // Header followed by payload. `payload` must not exceed kMaxFramePayloadBytes.
 std::string EncodeFrame(FrameType type, std::string_view payload);
@@ -69,6 +77,15 @@ std::string ExitStatusToJson(const ExitStatus& status, int trainer_pid);
 // Sets *trainer_pid when given (-1 if absent).
 // Errors: InvalidArgument when `json` is not such an object.
 absl::StatusOr<ExitStatus> ExitStatusFromJson(std::string_view json, int* trainer_pid = nullptr);
+
+// The 'L' frame's payload.
+struct LogHealth {
+  std::uint64_t dropped_bytes = 0;
+  bool dropping = false;
+};
+std::string LogHealthToJson(const LogHealth& health);
+// Errors: InvalidArgument when `json` is not such an object.
+absl::StatusOr<LogHealth> LogHealthFromJson(std::string_view json);
 
 // What the shim reports on its stdout once the trainer runs.
 struct ShimReady {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,6 +14,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/launch/local_launcher.h"
+#include "daemon/launch/process_tree.h"
 #include "daemon/launch/spawn.h"
 #include "daemon/shim/attempt_dir.h"
 #include "daemon/shim/protocol.h"
@@ -49,7 +52,7 @@ void IgnoreSignals() {
 void RedirectStdio(const fs::path& attempt_dir) {
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const fs::path log = attempt_dir / kShimLogFile;
-  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   ::dup2(null_fd, STDIN_FILENO);
   ::dup2(null_fd, STDOUT_FILENO);
   ::dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO);
@@ -71,12 +74,20 @@ absl::StatusOr<std::unique_ptr<Acceptor>> Listen(asio::io_context& io, const fs:
 }
 
 // After the trainer is running: what else it needs before we report ready.
-absl::Status FinishStart(const fs::path& attempt_dir, Started& started) {
+absl::Status FinishStart(const fs::path& attempt_dir, const LaunchSpec& spec, Started& started) {
   started.trainer.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, started.trainer.pid, 0));
   if (started.trainer.pidfd < 0) {
     return absl::InternalError(absl::StrCat("spawn: pidfd_open: ", std::strerror(errno)));
   }
-  const ShimState state{kProtocolVersion, ::getpid(), started.trainer.pid};
+  ShimState state;
+  state.protocol = kProtocolVersion;
+  state.shim_pid = ::getpid();
+  state.trainer_pid = started.trainer.pid;
+  // The trainer is our unreaped child: its pid cannot have been reused yet.
+  state.trainer_start_ticks = IdentifyProcess(started.trainer.pid).value_or(ProcessIdentity{}).start_ticks;
+  state.shim_start_ticks = IdentifyProcess(::getpid()).value_or(ProcessIdentity{}).start_ticks;
+  state.cgroup = spec.cgroup.string();
+  started.trainer.cgroup = spec.cgroup;
   return WriteFileAtomically(attempt_dir / kStateFile, ShimStateToJson(state));
 }
 
@@ -86,7 +97,7 @@ absl::StatusOr<Started> StartTrainer(asio::io_context& io, const fs::path& attem
   absl::StatusOr<fs::path> exe = ResolveExecutable(*spec);
   if (!exe.ok()) return exe.status();
   absl::StatusOr<RotatingLogFile> log =
-      RotatingLogFile::Open(spec->log_path, spec->log_max_bytes, spec->log_backups);
+      RotatingLogFile::Open(spec->log_path, spec->log_max_bytes, spec->log_backups, LogOwner(*spec));
   if (!log.ok()) return log.status();
   // Listen first: a failure then leaves no trainer behind.
   absl::StatusOr<std::unique_ptr<Acceptor>> acceptor = Listen(io, attempt_dir / kSocketFile);
@@ -97,7 +108,7 @@ absl::StatusOr<Started> StartTrainer(asio::io_context& io, const fs::path& attem
   Started started{{child->pid, -1, child->output_fd},
                   std::make_unique<RotatingLogFile>(std::move(*log)),
                   std::move(*acceptor)};
-  if (absl::Status s = FinishStart(attempt_dir, started); !s.ok()) {
+  if (absl::Status s = FinishStart(attempt_dir, *spec, started); !s.ok()) {
     ::kill(-child->pid, SIGKILL);
     ::waitpid(child->pid, nullptr, 0);
     ::close(child->output_fd);
@@ -139,6 +150,11 @@ int RunShim(const fs::path& attempt_dir) {
   }
   if (child > 0) ::_exit(0);  // _exit: no buffers or destructors run twice.
   ::setsid();
+  // Every descendant of the trainer that outlives its own parent, even one
+  // that left the trainer's process group (setsid), is reparented to us, not
+  // to init, so the attempt's end can end it too (prctl(2); containerd's shim
+  // and tini do the same).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   IgnoreSignals();
   return Serve(attempt_dir);
 }

@@ -1,9 +1,15 @@
 #include "daemon/shim/shim_server.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/str_cat.h"
+#include "daemon/launch/attempt_cgroup.h"
+#include "daemon/launch/process_tree.h"
 #include "daemon/launch/spawn.h"
+#include "daemon/launch/sweeper.h"
 #include "daemon/shim/attempt_dir.h"
 
 namespace tpud::shim {
@@ -12,6 +18,13 @@ using boost::system::error_code;
 
 namespace {
 constexpr std::size_t kOutputFrameBytes = 64 * 1024;
+
+// True when the peer of `socket` has hung up (or the socket failed).
+bool PeerHungUp(int fd) {
+  pollfd probe{fd, POLLRDHUP, 0};
+  return ::poll(&probe, 1, 0) > 0 && (probe.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 }  // namespace
 
 ShimServer::ShimServer(asio::io_context& io, std::filesystem::path attempt_dir,
@@ -27,9 +40,14 @@ ShimServer::ShimServer(asio::io_context& io, std::filesystem::path attempt_dir,
                                    })),
       acceptor_(std::move(acceptor)),
       exit_timer_(io),
-      buffer_(kStreamBufferBytes) {}
+      buffer_(kStreamBufferBytes),
+      cgroup_(trainer.cgroup) {}
 
 void ShimServer::Start() {
+  output_->SetLogHealth([this](std::uint64_t dropped, bool dropping) {
+    log_health_ = LogHealth{dropped, dropping};
+    Pump();
+  });
   output_->Start();
   Accept();
   pidfd_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const error_code& ec) {
@@ -50,8 +68,17 @@ void ShimServer::Accept() {
 
 void ShimServer::OnConnection(FrameStream::Socket socket) {
   if (daemon_) {
-    spdlog::info("a new daemon connection replaces the previous one");
-    DropConnection();
+    if (!daemon_->open() || PeerHungUp(daemon_->native_handle())) {
+      spdlog::info("the previous daemon hung up; a new connection takes its place");
+      DropConnection();
+    } else {
+      // One daemon at a time: a second one (another tpud on the same
+      // state_dir) must never take over an attempt a live daemon supervises.
+      spdlog::warn("refused a second daemon connection: a daemon is attached");
+      boost::system::error_code ec;
+      socket.close(ec);
+      return;
+    }
   }
   spdlog::info("daemon connected");
   ever_connected_ = true;
@@ -91,6 +118,10 @@ void ShimServer::DropConnection() {
 
 void ShimServer::Pump() {
   if (!daemon_ || !daemon_->idle() || exit_sent_) return;
+  if (log_health_) {
+    daemon_->Send(FrameType::kLogHealth, LogHealthToJson(*std::exchange(log_health_, std::nullopt)));
+    return;  // OnSent pumps again.
+  }
   if (const std::optional<std::uint64_t> dropped = buffer_.TakeGap(); dropped && *dropped > 0) {
     spdlog::warn("{} bytes of output were not streamed to the daemon (they are in the log)",
                  *dropped);
@@ -114,6 +145,24 @@ void ShimServer::OnSent() {
 
 void ShimServer::OnTrainerExit() {
   exit_ = KillGroupAndPeekExit(pid_);
+  SweepUntilGone(io_, absl::StrCat("attempt ", attempt_dir_.string()), [this] { return KillLeftovers(); },
+                 [this] { OnAttemptGone(); });
+}
+
+bool ShimServer::KillLeftovers() {
+  ::kill(-pid_, SIGKILL);  // The unreaped leader keeps the pgid ours.
+  if (!cgroup_.empty()) (void)KillCgroup(cgroup_);
+  bool left = !cgroup_.empty() && !CgroupEmpty(cgroup_);
+  for (int child : ChildPids(::getpid())) {
+    if (child == pid_) continue;  // The trainer's zombie: reaped once exit.json is written.
+    ::kill(child, SIGKILL);
+    if (::waitpid(child, nullptr, WNOHANG) != child) left = true;
+  }
+  return !left;
+}
+
+void ShimServer::OnAttemptGone() {
+  if (!cgroup_.empty()) (void)RemoveCgroup(cgroup_);
   output_->Drain();
   output_->Close();
   spdlog::info("trainer {}: {}", pid_, exit_.Describe());

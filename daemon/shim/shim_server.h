@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "daemon/launch/launcher.h"
 #include "daemon/launch/log_file.h"
@@ -22,12 +23,16 @@ struct RunningTrainer {
   int pid = -1;        // Also its pgid.
   int pidfd = -1;      // Readable once it has exited.
   int output_fd = -1;  // Read end of its stdout+stderr pipe.
+  std::filesystem::path cgroup;  // Its attempt cgroup; empty: none.
 };
 
 // Copies the trainer's output to its log and, through an OutputBuffer, to the
 // connected daemon (protocol.h); relays the daemon's signals to the trainer's
-// process group. When the trainer exits: kills what is left of its group,
-// drains the pipe into the log, writes exit.json atomically, and only then
+// process group. When the trainer exits: kills what is left of the attempt
+// (its process group, its cgroup, and every other child of the shim, which
+// as a child subreaper inherits the trainer's orphaned descendants) and waits
+// until all of it is gone, drains the pipe into the log, writes exit.json
+// atomically, and only then
 // reaps the trainer (until then its zombie keeps the pid and pgid from being
 // reused, so a signal can never reach a stranger). Then it sends the exit
 // status to the connected daemon and stops the loop once that is written, once
@@ -65,6 +70,10 @@ class ShimServer {
   void Pump();
   void OnSent();
   void OnTrainerExit();
+  // One sweep of what is left of the attempt; true once nothing is.
+  bool KillLeftovers();
+  void OnAttemptGone();
+  void SendLogHealth();
   void StartHandoverTimer();
   void Finish();
 
@@ -79,7 +88,9 @@ class ShimServer {
   std::shared_ptr<FrameStream> daemon_;  // The connected daemon, if any.
   std::string in_flight_;                // Output bytes being sent to it.
   bool delivered_mid_line_ = false;      // The bytes it got last did not end a line.
+  std::filesystem::path cgroup_;
   ExitStatus exit_;
+  std::optional<LogHealth> log_health_;  // Latest log health, not yet sent.
   bool exited_ = false;        // exit_ is set; the group is dead, the pipe drained.
   bool exit_durable_ = false;  // exit.json is written.
   bool reaped_ = false;        // pid_ is free for reuse: never signal it again.

@@ -1,6 +1,7 @@
 // StateStore in memory, for unit tests: the SQLite store's behaviour without a file.
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,9 +25,13 @@ class MemoryStateStore final : public StateStore {
 
   absl::Status Sync() override { return absl::OkStatus(); }
 
-  absl::Status DeleteJob(const std::string& name) override {
+  absl::Status DeleteJob(const std::string& name, bool with_history) override {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.erase(name);
+    if (with_history) {
+      std::erase_if(incidents_, [&](const auto& entry) { return entry.second.job == name; });
+      std::erase_if(events_, [&](const EventRecord& event) { return event.job == name; });
+    }
     return absl::OkStatus();
   }
 
@@ -43,7 +48,31 @@ class MemoryStateStore final : public StateStore {
     IncidentRecord stored = incident;
     stored.id = ++last_incident_id_;
     incidents_[stored.id] = stored;
+    int kept = 0;  // Newest first: drop the job's incidents past kIncidentsKeptPerJob.
+    for (auto it = incidents_.rbegin(); it != incidents_.rend();) {
+      if (it->second.job == stored.job && ++kept > kIncidentsKeptPerJob) {
+        it = std::make_reverse_iterator(incidents_.erase(std::next(it).base()));
+      } else {
+        ++it;
+      }
+    }
     return stored.id;
+  }
+
+  absl::StatusOr<std::int64_t> AppendEvent(const EventRecord& event) override {
+    if (absl::Status s = CheckEventRecord(event); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    EventRecord stored = event;
+    stored.id = ++last_event_id_;
+    events_.push_back(stored);
+    while (events_.size() > static_cast<std::size_t>(kEventsKept)) events_.erase(events_.begin());
+    return stored.id;
+  }
+
+  absl::StatusOr<std::vector<EventRecord>> ListEvents(int limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::size_t n = limit > 0 ? std::min(events_.size(), static_cast<std::size_t>(limit)) : events_.size();
+    return std::vector<EventRecord>(events_.end() - static_cast<std::ptrdiff_t>(n), events_.end());
   }
 
   absl::Status UpdateIncident(const IncidentRecord& incident) override {
@@ -83,6 +112,8 @@ class MemoryStateStore final : public StateStore {
   std::map<std::string, JobRecord> jobs_;
   std::map<std::int64_t, IncidentRecord> incidents_;  // Ordered by id: oldest first.
   std::int64_t last_incident_id_ = 0;
+  std::vector<EventRecord> events_;
+  std::int64_t last_event_id_ = 0;
 };
 
 }  // namespace

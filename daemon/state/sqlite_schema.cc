@@ -73,6 +73,33 @@ CREATE TABLE incidents (
 CREATE INDEX incidents_by_job ON incidents (job, id);
 CREATE INDEX incidents_open ON incidents (id) WHERE ended_unix_ms = 0;
 )sql",
+    // 2: where an active job was in its state, and the event history.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN attempt_started_unix_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN backoff_until_unix_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN stop_rung INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE jobs ADD COLUMN stop_next_rung_unix_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN stop_intent TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN reset_pending TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN log_dropped_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN run_as_user TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN run_as_group TEXT NOT NULL DEFAULT '';
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job TEXT NOT NULL,
+  time_unix_ms INTEGER NOT NULL,
+  from_state TEXT NOT NULL,
+  to_state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  exit_code INTEGER,                     -- exit_*: all NULL when no exit caused it.
+  exit_signal INTEGER,
+  exit_core_dumped INTEGER,
+  exit_spawn_error TEXT,
+  checkpoint_path TEXT NOT NULL,
+  checkpoint_step INTEGER NOT NULL
+) STRICT;
+)sql",
 };
 static_assert(std::size(kMigrations) == kStateSchemaVersion);
 
@@ -98,6 +125,14 @@ absl::StatusOr<std::string> QueryText(Db& db, const std::string& sql) {
 }
 
 absl::Status Configure(Db& db) {
+  // Exclusive locking before anything reads the file: this connection then
+  // holds the database for its whole life (a second tpud cannot open it), and
+  // in WAL mode keeps the WAL index in heap memory instead of a mapped -shm
+  // file (https://www.sqlite.org/pragma.html#pragma_locking_mode,
+  // https://www.sqlite.org/wal.html#noshm): a disk that turns unwritable can
+  // then fail writes, but never fault a mapped page (SIGBUS).
+  absl::StatusOr<std::string> locking = QueryText(db, "PRAGMA locking_mode = EXCLUSIVE");
+  if (!locking.ok()) return locking.status();
   // journal_mode answers with the mode now in effect; it stays "delete" (or
   // "memory") where WAL is impossible, e.g. some network filesystems.
   absl::StatusOr<std::string> mode = QueryText(db, "PRAGMA journal_mode = WAL");

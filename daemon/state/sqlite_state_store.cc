@@ -25,18 +25,28 @@ namespace {
 using sqlite::Db;
 using sqlite::Statement;
 
-constexpr std::chrono::milliseconds kBusyTimeout{5000};
+// Only another process holding the file makes SQLite wait, and with
+// exclusive locking that is a second tpud on the same state_dir: no need to
+// wait long for it.
+constexpr std::chrono::milliseconds kBusyTimeout{1000};
 constexpr char kJobColumns[] =
     "name, spec_yaml, origin, desired_running, state, state_reason, state_since_unix_ms, "
     "attempt, restarts, attempts_total, restarts_by_reason, exit_code, exit_signal, "
-    "exit_core_dumped, exit_spawn_error, pid, attempt_dir";
+    "exit_core_dumped, exit_spawn_error, pid, attempt_dir, attempt_started_unix_ms, "
+    "backoff_until_unix_ms, stop_rung, stop_next_rung_unix_ms, stop_intent, reset_pending, "
+    "log_dropped_bytes, run_as_user, run_as_group";
+constexpr char kEventFields[] =
+    "job, time_unix_ms, from_state, to_state, reason, attempt, exit_code, exit_signal, "
+    "exit_core_dumped, exit_spawn_error, checkpoint_path, checkpoint_step";
+constexpr char kEventValues[] = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
 // Every column but the id, in the order of ReadIncident's columns 1...
 constexpr char kIncidentFields[] =
     "job, attempt, started_unix_ms, ended_unix_ms, failure_class, action, hint, "
     "matched_line, exit_description, step_reached, checkpoint_step, reset_backend, "
     "reset_duration_ms, reset_result, notes";
 constexpr char kJobValues[] =
-    "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17";
+    "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+    "?21, ?22, ?23, ?24, ?25, ?26";
 constexpr char kIncidentValues[] =
     "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16";
 
@@ -53,6 +63,22 @@ class ScopedReset {
   Statement& stmt_;
 };
 
+// Binds exit columns `first`..`first + 3` (all NULL without an exit).
+void BindExit(Statement& stmt, int first, const std::optional<ExitStatus>& exit) {
+  if (exit.has_value()) {
+    stmt.Bind(first, std::int64_t{exit->code}).Bind(first + 1, std::int64_t{exit->signal});
+    stmt.Bind(first + 2, std::int64_t{exit->core_dumped}).Bind(first + 3, exit->spawn_error);
+  } else {
+    stmt.BindNull(first).BindNull(first + 1).BindNull(first + 2).BindNull(first + 3);
+  }
+}
+
+std::optional<ExitStatus> ReadExit(const Statement& row, int first) {
+  if (row.IsNull(first)) return std::nullopt;
+  return ExitStatus{static_cast<int>(row.Int(first)), static_cast<int>(row.Int(first + 1)),
+                    row.Int(first + 2) != 0, row.Text(first + 3)};
+}
+
 void BindJob(Statement& stmt, const JobRecord& job) {
   nlohmann::json reasons(job.restarts_by_reason);
   // `replace`: a key that is not UTF-8 gets U+FFFD instead of throwing.
@@ -62,13 +88,34 @@ void BindJob(Statement& stmt, const JobRecord& job) {
   stmt.Bind(7, job.state_since_unix_ms).Bind(8, std::int64_t{job.attempt});
   stmt.Bind(9, std::int64_t{job.restarts}).Bind(10, job.attempts_total);
   stmt.Bind(11, reasons_json);
-  if (job.last_exit.has_value()) {
-    stmt.Bind(12, std::int64_t{job.last_exit->code}).Bind(13, std::int64_t{job.last_exit->signal});
-    stmt.Bind(14, std::int64_t{job.last_exit->core_dumped}).Bind(15, job.last_exit->spawn_error);
-  } else {
-    stmt.BindNull(12).BindNull(13).BindNull(14).BindNull(15);
-  }
+  BindExit(stmt, 12, job.last_exit);
   stmt.Bind(16, std::int64_t{job.pid}).Bind(17, job.attempt_dir);
+  stmt.Bind(18, job.attempt_started_unix_ms).Bind(19, job.backoff_until_unix_ms);
+  stmt.Bind(20, std::int64_t{job.stop_rung}).Bind(21, job.stop_next_rung_unix_ms);
+  stmt.Bind(22, job.stop_intent).Bind(23, job.reset_pending).Bind(24, job.log_dropped_bytes);
+  stmt.Bind(25, job.run_as_user).Bind(26, job.run_as_group);
+}
+
+void BindEvent(Statement& stmt, const EventRecord& event) {
+  stmt.Bind(1, event.job).Bind(2, event.time_unix_ms).Bind(3, event.from_state).Bind(4, event.to_state);
+  stmt.Bind(5, event.reason).Bind(6, std::int64_t{event.attempt});
+  BindExit(stmt, 7, event.exit);
+  stmt.Bind(11, event.checkpoint_path).Bind(12, event.checkpoint_step);
+}
+
+EventRecord ReadEvent(const Statement& row) {
+  EventRecord event;
+  event.id = row.Int(0);
+  event.job = row.Text(1);
+  event.time_unix_ms = row.Int(2);
+  event.from_state = row.Text(3);
+  event.to_state = row.Text(4);
+  event.reason = row.Text(5);
+  event.attempt = static_cast<int>(row.Int(6));
+  event.exit = ReadExit(row, 7);
+  event.checkpoint_path = row.Text(11);
+  event.checkpoint_step = row.Int(12);
+  return event;
 }
 
 // Reads a row of kJobColumns. DataLoss when restarts_by_reason is not a JSON
@@ -94,12 +141,18 @@ absl::StatusOr<JobRecord> ReadJob(const Statement& row, const Db& db) {
   for (const auto& [reason, count] : reasons.items()) {
     if (count.is_number_integer()) job.restarts_by_reason[reason] = count.get<std::int64_t>();
   }
-  if (!row.IsNull(11)) {
-    job.last_exit = ExitStatus{static_cast<int>(row.Int(11)), static_cast<int>(row.Int(12)),
-                               row.Int(13) != 0, row.Text(14)};
-  }
+  job.last_exit = ReadExit(row, 11);
   job.pid = static_cast<int>(row.Int(15));
   job.attempt_dir = row.Text(16);
+  job.attempt_started_unix_ms = row.Int(17);
+  job.backoff_until_unix_ms = row.Int(18);
+  job.stop_rung = static_cast<int>(row.Int(19));
+  job.stop_next_rung_unix_ms = row.Int(20);
+  job.stop_intent = row.Text(21);
+  job.reset_pending = row.Text(22);
+  job.log_dropped_bytes = row.Int(23);
+  job.run_as_user = row.Text(24);
+  job.run_as_group = row.Text(25);
   return job;
 }
 
@@ -157,6 +210,8 @@ class SqliteStateStore final : public StateStore {
         {&put_job_, absl::StrCat("INSERT OR REPLACE INTO jobs (", kJobColumns, ") VALUES (",
                                  kJobValues, ")")},
         {&delete_job_, "DELETE FROM jobs WHERE name = ?1"},
+        {&delete_incidents_, "DELETE FROM incidents WHERE job = ?1"},
+        {&delete_events_, "DELETE FROM events WHERE job = ?1"},
         {&load_jobs_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs ORDER BY name")},
         {&insert_incident_, absl::StrCat("INSERT INTO incidents (", kIncidentFields,
                                          ") VALUES (", kIncidentValues, ")")},
@@ -166,6 +221,14 @@ class SqliteStateStore final : public StateStore {
                                         " WHERE ?1 = '' OR job = ?1 ORDER BY id DESC LIMIT ?2)"
                                         " ORDER BY id")},
         {&open_incidents_, absl::StrCat(select_incidents, " WHERE ended_unix_ms = 0 ORDER BY id")},
+        // LIMIT -1 OFFSET n: every row after the newest n (https://www.sqlite.org/lang_select.html).
+        {&prune_incidents_, absl::StrCat("DELETE FROM incidents WHERE id IN (SELECT id FROM incidents "
+                                         "WHERE job = ?1 ORDER BY id DESC LIMIT -1 OFFSET ",
+                                         kIncidentsKeptPerJob, ")")},
+        {&insert_event_, absl::StrCat("INSERT INTO events (", kEventFields, ") VALUES (", kEventValues, ")")},
+        {&prune_events_, absl::StrCat("DELETE FROM events WHERE id <= ?1 - ", kEventsKept)},
+        {&list_events_, absl::StrCat("SELECT * FROM (SELECT id, ", kEventFields,
+                                     " FROM events ORDER BY id DESC LIMIT ?1) ORDER BY id")},
     };
     for (const auto& [stmt, sql] : all) {
       absl::StatusOr<std::unique_ptr<Statement>> prepared = db_->Prepare(sql);
@@ -192,11 +255,15 @@ class SqliteStateStore final : public StateStore {
     return db_->Exec("PRAGMA wal_checkpoint(PASSIVE)");
   }
 
-  absl::Status DeleteJob(const std::string& name) override {
+  absl::Status DeleteJob(const std::string& name, bool with_history) override {
     std::lock_guard<std::mutex> lock(mu_);
     return InTransaction([&] {
-      ScopedReset reset(*delete_job_);
-      return delete_job_->Bind(1, name).Run();
+      for (Statement* stmt : {delete_job_.get(), delete_incidents_.get(), delete_events_.get()}) {
+        if (!with_history && stmt != delete_job_.get()) break;
+        ScopedReset reset(*stmt);
+        if (absl::Status s = stmt->Bind(1, name).Run(); !s.ok()) return s;
+      }
+      return absl::OkStatus();
     });
   }
 
@@ -223,7 +290,9 @@ class SqliteStateStore final : public StateStore {
       BindIncidentFields(*insert_incident_, incident);
       absl::Status inserted = insert_incident_->Run();
       id = db_->LastInsertRowId();
-      return inserted;
+      if (!inserted.ok()) return inserted;
+      // Ids grow per store, not per job: delete by count, not by id range.
+      return PruneIncidents(incident.job);
     });
     if (!status.ok()) return status;
     return id;
@@ -258,7 +327,44 @@ class SqliteStateStore final : public StateStore {
     return ReadIncidents(*open_incidents_);
   }
 
+  absl::StatusOr<std::int64_t> AppendEvent(const EventRecord& event) override {
+    if (absl::Status s = CheckEventRecord(event); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::int64_t id = 0;
+    absl::Status status = InTransaction([&] {
+      ScopedReset reset(*insert_event_);
+      BindEvent(*insert_event_, event);
+      if (absl::Status s = insert_event_->Run(); !s.ok()) return s;
+      id = db_->LastInsertRowId();
+      if (id % 100 != 0) return absl::OkStatus();  // Prune now and then: the bound is loose by 100.
+      ScopedReset prune(*prune_events_);
+      return prune_events_->Bind(1, id).Run();
+    });
+    if (!status.ok()) return status;
+    return id;
+  }
+
+  absl::StatusOr<std::vector<EventRecord>> ListEvents(int limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ScopedReset reset(*list_events_);
+    list_events_->Bind(1, std::int64_t{limit > 0 ? limit : -1});
+    std::vector<EventRecord> events;
+    for (;;) {
+      absl::StatusOr<bool> row = list_events_->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return events;
+      events.push_back(ReadEvent(*list_events_));
+    }
+  }
+
  private:
+  // Deletes `job`'s incidents beyond its newest kIncidentsKeptPerJob. In a
+  // transaction, under mu_.
+  absl::Status PruneIncidents(const std::string& job) {
+    ScopedReset reset(*prune_incidents_);
+    return prune_incidents_->Bind(1, job).Run();
+  }
+
   // Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back when any fails.
   // Requires mu_.
   absl::Status InTransaction(const std::function<absl::Status()>& body) {
@@ -280,6 +386,8 @@ class SqliteStateStore final : public StateStore {
   std::unique_ptr<Statement> begin_, commit_, rollback_;
   std::unique_ptr<Statement> put_job_, delete_job_, load_jobs_;
   std::unique_ptr<Statement> insert_incident_, update_incident_, list_incidents_, open_incidents_;
+  std::unique_ptr<Statement> prune_incidents_, delete_incidents_, delete_events_;
+  std::unique_ptr<Statement> insert_event_, prune_events_, list_events_;
 };
 
 // tpud never deletes state: on DataLoss, say what the operator can do instead.
@@ -301,11 +409,22 @@ absl::Status CreateStateDir(const std::filesystem::path& state_dir) {
 
 }  // namespace
 
+// Only tpud's own user may read the database: submitted specs carry env values.
+void RestrictToOwner(const std::filesystem::path& db_path) {
+  for (const char* suffix : {"", "-wal", "-journal"}) {
+    std::error_code ec;
+    std::filesystem::permissions(db_path.string() + suffix, std::filesystem::perms::owner_read |
+                                                                std::filesystem::perms::owner_write, ec);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStateStore(
     const std::filesystem::path& state_dir) {
   if (absl::Status s = CreateStateDir(state_dir); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(state_dir / "tpud.db", kBusyTimeout);
   if (!db.ok()) return WithAdvice(db.status());
+  // Before the first write: SQLite gives the -wal file the database's mode.
+  RestrictToOwner(state_dir / "tpud.db");
   if (absl::Status s = sqlite::PrepareStateSchema(**db); !s.ok()) return WithAdvice(s);
   auto store = std::make_unique<SqliteStateStore>(*std::move(db));
   if (absl::Status s = store->Prepare(); !s.ok()) return s;

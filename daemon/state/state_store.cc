@@ -21,7 +21,23 @@ bool JobRecord::operator==(const JobRecord& o) const {
          state_reason == o.state_reason && state_since_unix_ms == o.state_since_unix_ms &&
          attempt == o.attempt && restarts == o.restarts && attempts_total == o.attempts_total &&
          restarts_by_reason == o.restarts_by_reason && SameExit(last_exit, o.last_exit) &&
-         pid == o.pid && attempt_dir == o.attempt_dir;
+         pid == o.pid && attempt_dir == o.attempt_dir &&
+         attempt_started_unix_ms == o.attempt_started_unix_ms &&
+         backoff_until_unix_ms == o.backoff_until_unix_ms && stop_rung == o.stop_rung &&
+         stop_next_rung_unix_ms == o.stop_next_rung_unix_ms && stop_intent == o.stop_intent &&
+         reset_pending == o.reset_pending && log_dropped_bytes == o.log_dropped_bytes &&
+         run_as_user == o.run_as_user && run_as_group == o.run_as_group;
+}
+
+bool EventRecord::operator==(const EventRecord& o) const {
+  return id == o.id && job == o.job && time_unix_ms == o.time_unix_ms && from_state == o.from_state &&
+         to_state == o.to_state && reason == o.reason && attempt == o.attempt && SameExit(exit, o.exit) &&
+         checkpoint_path == o.checkpoint_path && checkpoint_step == o.checkpoint_step;
+}
+
+absl::Status CheckEventRecord(const EventRecord& event) {
+  if (event.job.empty()) return absl::InvalidArgumentError("event record: job: must not be empty");
+  return absl::OkStatus();
 }
 
 absl::Status CheckJobRecord(const JobRecord& job) {

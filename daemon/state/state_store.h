@@ -48,6 +48,21 @@ struct JobRecord {
   int pid = 0;                     // Of the running attempt (to re-attach through a shim); 0: none.
   std::string attempt_dir;         // Where that attempt's shim keeps its socket and exit
                                    // file; may be empty.
+  // Where an active job was in its state, so a restarted tpud carries it on
+  // from there instead of starting the state over (schema version 2).
+  std::int64_t attempt_started_unix_ms = 0;  // The current attempt's start; 0: none.
+  std::int64_t backoff_until_unix_ms = 0;    // Backoff: when the next attempt is due; 0: no
+                                             // timer (waiting for a maintenance event or reset).
+  int stop_rung = -1;                        // Stopping: index in stop.signals of the last
+                                             // signal sent; -1: none yet.
+  std::int64_t stop_next_rung_unix_ms = 0;   // Stopping: when the next signal is due; 0: none.
+  std::string stop_intent;                   // Stopping: "stop" (a person's), "restart" (start
+                                             // again after), "hang" (tpud stopped a hung attempt).
+  std::string reset_pending;                 // A TPU reset asked for and not done: the failure
+                                             // class it is for; "" when none.
+  std::int64_t log_dropped_bytes = 0;        // Output the job log lost (full disk), all attempts.
+  std::string run_as_user;                   // Who the job runs as when that is not in its spec
+  std::string run_as_group;                  // (a job submitted by a non-root caller); "" else.
 
   // Field by field (ExitStatus has no operator==).
   bool operator==(const JobRecord&) const;
@@ -78,8 +93,30 @@ struct IncidentRecord {
   bool operator==(const IncidentRecord&) const = default;
 };
 
+// One state change of one job, as `tpuctl events` shows it after a restart.
+struct EventRecord {
+  std::int64_t id = 0;             // Assigned by AppendEvent (1, 2, ...), in order.
+  std::string job;                 // Must not be empty.
+  std::int64_t time_unix_ms = 0;
+  std::string from_state;          // JobStateName()s.
+  std::string to_state;
+  std::string reason;
+  int attempt = 0;
+  std::optional<ExitStatus> exit;  // When an attempt's end caused it.
+  std::string checkpoint_path;     // On entering starting: what it resumes from; "" none.
+  std::int64_t checkpoint_step = -1;
+
+  bool operator==(const EventRecord&) const;
+};
+
+// How much history the store keeps: the newest incidents per job, the newest
+// events in all. Older ones are deleted as new ones arrive (so 200 jobs that
+// each crashed 10,000 times hold 20,000 incidents, not 2,000,000).
+inline constexpr int kIncidentsKeptPerJob = 100;
+inline constexpr int kEventsKept = 10000;
+
 // The schema version OpenSqliteStateStore writes (SQLite `PRAGMA user_version`).
-inline constexpr int kStateSchemaVersion = 1;
+inline constexpr int kStateSchemaVersion = 2;
 
 // Durable storage of JobRecords and IncidentRecords.
 //
@@ -100,12 +137,14 @@ class StateStore {
 
   // Inserts the job, or replaces every field of the one with the same name.
   virtual absl::Status PutJob(const JobRecord& job) = 0;
-  // Forgets the job's record (its incidents stay). OK when there was none.
-  virtual absl::Status DeleteJob(const std::string& name) = 0;
+  // Forgets the job's record; with `with_history` its incidents and events
+  // too (else they stay). OK when there was none.
+  virtual absl::Status DeleteJob(const std::string& name, bool with_history = false) = 0;
   // Every job, ordered by name.
   virtual absl::StatusOr<std::vector<JobRecord>> LoadJobs() = 0;
 
   // Records a new incident; `incident.id` is ignored. Returns the assigned id.
+  // Deletes the job's incidents older than its newest kIncidentsKeptPerJob.
   virtual absl::StatusOr<std::int64_t> OpenIncident(const IncidentRecord& incident) = 0;
   // Replaces every field of incident `incident.id` (set ended_unix_ms to close
   // it). NotFound when no incident has that id.
@@ -116,6 +155,12 @@ class StateStore {
                                                                     int limit) = 0;
   // Every incident still open (ended_unix_ms == 0), oldest first.
   virtual absl::StatusOr<std::vector<IncidentRecord>> OpenIncidents() = 0;
+
+  // Appends a state change (`event.id` is ignored); keeps the newest
+  // kEventsKept. Returns the assigned id.
+  virtual absl::StatusOr<std::int64_t> AppendEvent(const EventRecord& event) = 0;
+  // The newest `limit` events (all when <= 0), oldest first.
+  virtual absl::StatusOr<std::vector<EventRecord>> ListEvents(int limit) = 0;
 
   // Makes every write that returned before it survive a power loss (costs an
   // fsync or two: call it after what a person asked for, not per transition).
@@ -130,8 +175,12 @@ class StateStore {
 // it (schema version above kStateSchemaVersion); PermissionDenied when it, or
 // state_dir, cannot be written; Unavailable when another process holds it
 // locked for longer than the 5 s busy timeout.
-// Several processes may open the same file (SQLite locks it), but tpud expects
-// to be its only writer.
+// The connection holds the file exclusively for its whole life (SQLite
+// locking_mode=EXCLUSIVE): a second opener, such as a second tpud on the same
+// state_dir, gets Unavailable. So the WAL index lives in the process's heap
+// and no -shm file is mapped: an unwritable or full disk makes writes fail
+// (reported), never SIGBUS. The files are mode 0600: submitted specs and
+// their env may hold secrets.
 absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStateStore(
     const std::filesystem::path& state_dir);
 
@@ -142,5 +191,6 @@ std::unique_ptr<StateStore> MakeMemoryStateStore();
 // The InvalidArgument checks both implementations apply before writing.
 absl::Status CheckJobRecord(const JobRecord& job);
 absl::Status CheckIncidentRecord(const IncidentRecord& incident);
+absl::Status CheckEventRecord(const EventRecord& event);
 
 }  // namespace tpud

@@ -126,16 +126,25 @@ void Job::LaunchAttempt(const std::string& reason) {
     OnAttemptFailed(status);
     return;
   }
-  absl::StatusOr<std::unique_ptr<Attempt>> launched = deps_.launcher->Launch(BuildLaunchSpec(), this);
-  if (!launched.ok()) {
-    // A missing executable or working_dir does not fix itself: fail now.
-    ExitStatus status;
-    status.spawn_error = std::string(launched.status().message());
-    last_exit_ = status;
-    CloseIncident(absl::StrCat("gave up: ", status.Describe()));
-    TransitionTo(JobState::kFailed, status.Describe(), status);
-    return;
+  LaunchSpec launch = BuildLaunchSpec();
+  if (deps_.resolve_run_as) {
+    absl::StatusOr<std::optional<RunAs>> run_as = deps_.resolve_run_as(spec_.user, spec_.group);
+    if (!run_as.ok()) return OnLaunchFailed(run_as.status(), reason);
+    launch.run_as = *run_as;
+    if (launch.run_as && spec_.working_dir.empty()) {
+      // Not tpud's state dir, which the user may not read: its home, or "/"
+      // for a system user whose home does not exist (nobody's /nonexistent).
+      std::error_code ec;
+      launch.working_dir = std::filesystem::is_directory(launch.run_as->home, ec) ? launch.run_as->home : "/";
+    }
   }
+  absl::StatusOr<std::unique_ptr<Attempt>> launched = deps_.launcher->Launch(launch, this);
+  if (!launched.ok()) return OnLaunchFailed(launched.status(), reason);
+  launch_retries_ = 0;
+  log_dropped_before_ += std::exchange(log_dropped_attempt_, 0);
+  log_dropping_ = false;
+  stop_rung_ = -1;
+  stop_next_rung_.reset();
   attempt_ = std::move(*launched);
   goodput_.OnAttemptStart(attempt_started_, checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step)
                                                         : std::nullopt);
@@ -144,6 +153,33 @@ void Job::LaunchAttempt(const std::string& reason) {
     timer_ = 0;
     OnRunning();
   });
+}
+
+void Job::OnLaunchFailed(const absl::Status& error, const std::string& reason) {
+  const bool transient = error.code() == absl::StatusCode::kUnavailable ||
+                         error.code() == absl::StatusCode::kResourceExhausted;
+  if (transient) {
+    // Out of processes, fds, memory or disk for a moment: not the job's
+    // fault, and not permanent. Retry with the restart backoff, uncounted.
+    ++launch_retries_;
+    const Seconds delay = BackoffDelay(spec_.restart, launch_retries_, deps_.random());
+    SPDLOG_WARN("job {}: launch failed: {}", spec_.name, std::string(error.message()));
+    DelayLaunch(absl::StrCat("launch failed: ", error.message(), " (transient; retry ", launch_retries_, " in ",
+                             FormatSeconds(delay), ", not counted against max_restarts)"));
+    backoff_until_ = deps_.clock->Now() + ToNanos(delay);
+    timer_ = deps_.clock->RunAfter(ToNanos(delay), [this, reason] {
+      timer_ = 0;
+      LaunchAttempt(reason);
+    });
+    deps_.listener->OnJobUpdated(spec_.name);
+    return;
+  }
+  // A missing executable, working_dir or user does not fix itself: fail now.
+  ExitStatus status;
+  status.spawn_error = std::string(error.message());
+  last_exit_ = status;
+  CloseIncident(absl::StrCat("gave up: ", status.Describe()));
+  TransitionTo(JobState::kFailed, status.Describe(), status);
 }
 
 // Runs the preflight checks; false when they failed and the launch waits in
@@ -229,12 +265,37 @@ void Job::SendStopRung(std::size_t rung) {
   if (absl::Status s = attempt_->SignalGroup(signals[rung]); !s.ok()) {
     SPDLOG_WARN("job {}: {}", spec_.name, std::string(s.message()));
   }
+  stop_rung_ = static_cast<int>(rung);
+  stop_next_rung_.reset();
   if (rung + 1 < signals.size()) {
+    stop_next_rung_ = deps_.clock->Now() + ToNanos(spec_.stop.grace_seconds);
     timer_ = deps_.clock->RunAfter(ToNanos(spec_.stop.grace_seconds), [this, rung] {
       timer_ = 0;
       SendStopRung(rung + 1);
     });
   }
+  deps_.listener->OnJobUpdated(spec_.name);
+}
+
+void Job::OnLogDropped(std::uint64_t dropped_bytes, bool dropping) {
+  log_dropped_attempt_ = dropped_bytes;
+  if (dropping == log_dropping_) return;
+  log_dropping_ = dropping;
+  const std::filesystem::path log = deps_.log_dir / (spec_.name + ".log");
+  if (dropping) {
+    SPDLOG_WARN("job {}: the log {} cannot be written (disk full?): output is being dropped ({} bytes so far)",
+                spec_.name, log.string(), log_dropped_before_ + log_dropped_attempt_);
+  } else {
+    SPDLOG_WARN("job {}: the log {} is written again; {} bytes of output were lost", spec_.name, log.string(),
+                log_dropped_before_ + log_dropped_attempt_);
+  }
+  deps_.listener->OnJobUpdated(spec_.name);
+}
+
+std::string Job::StopIntent() const {
+  if (state_ != JobState::kStopping) return "";
+  if (hung_) return "hang";
+  return start_after_stop_ ? "restart" : "stop";
 }
 
 void Job::CancelTimer() {
@@ -259,6 +320,11 @@ void Job::TransitionTo(JobState next, std::string reason, std::optional<ExitStat
   event.exit = std::move(exit);
   if (next == JobState::kStarting) event.checkpoint = checkpoint_;
   if (!IsActive(next)) goodput_.OnIdle(deps_.clock->Now());
+  if (next != JobState::kBackoff) reset_pending_.reset();  // A reset belongs to the backoff that asked.
+  if (next != JobState::kStopping) {
+    stop_rung_ = -1;
+    stop_next_rung_.reset();
+  }
   state_ = next;
   reason_ = std::move(reason);
   state_since_ = event.time;
@@ -312,6 +378,20 @@ JobSnapshot Job::Snapshot() const {
   s.log_path = deps_.log_dir / (spec_.name + ".log");
   s.spec = spec_;
   if (s.spec.working_dir.empty()) s.spec.working_dir = deps_.default_working_dir;
+  s.log_dropped_bytes = log_dropped_before_ + log_dropped_attempt_;
+  s.log_dropping = log_dropping_;
+  const WallTime wall_now = deps_.clock->WallNow();
+  const auto to_wall = [&](SteadyTime t) {
+    return wall_now + std::chrono::duration_cast<WallTime::duration>(t - now);
+  };
+  if (attempt_) s.attempt_started = to_wall(attempt_started_);
+  if (state_ == JobState::kBackoff && timer_ != 0) s.backoff_until = to_wall(backoff_until_);
+  if (state_ == JobState::kStopping) {
+    s.stop_rung = stop_rung_;
+    if (stop_next_rung_) s.stop_next_rung = to_wall(*stop_next_rung_);
+  }
+  s.stop_intent = StopIntent();
+  s.reset_pending = reset_pending_;
   return s;
 }
 

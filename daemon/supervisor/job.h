@@ -61,6 +61,38 @@ struct JobSnapshot {
   GoodputFigures goodput;  // Since tpud started watching the job (supervisor/goodput.h).
   std::filesystem::path log_path;
   JobSpec spec;
+  // Output the job log could not write (a full disk), over all attempts, and
+  // whether it is dropping output right now.
+  std::uint64_t log_dropped_bytes = 0;
+  bool log_dropping = false;
+  // Where the job is within its state, for a restarted tpud (JobMemory).
+  std::optional<WallTime> attempt_started;   // The current attempt's start.
+  std::optional<WallTime> backoff_until;     // Backoff with a timer: when the next attempt is due.
+  int stop_rung = -1;                        // Stopping: the last stop.signals index sent.
+  std::optional<WallTime> stop_next_rung;    // Stopping: when the next signal is due.
+  std::string stop_intent;                   // Stopping: "stop", "restart" or "hang".
+  std::optional<FailureClass> reset_pending; // A TPU reset asked for and not finished.
+};
+
+// What an earlier tpud knew of a job (Job::Restore): its state and counters,
+// and where within its state it was, so the job carries on from there.
+struct JobMemory {
+  JobState state = JobState::kStopped;
+  std::string reason;
+  WallTime state_since;
+  int attempt = 0;
+  int restarts = 0;
+  std::int64_t attempts_total = 0;
+  std::map<std::string, std::int64_t> restarts_by_reason;
+  std::optional<ExitStatus> last_exit;
+  std::deque<Incident> incidents;  // Oldest first.
+  std::optional<WallTime> attempt_started;
+  std::optional<WallTime> backoff_until;
+  int stop_rung = -1;
+  std::optional<WallTime> stop_next_rung;
+  std::string stop_intent;
+  std::optional<FailureClass> reset_pending;
+  std::uint64_t log_dropped_bytes = 0;
 };
 
 // Receives what jobs report. Called on the event loop thread.
@@ -75,6 +107,9 @@ class JobListener {
   }
   // An incident opened, or changed (closed, checkpoint step learned).
   virtual void OnIncident(const Incident& incident) {}
+  // Something a restarted tpud needs changed without a state change (a stop
+  // signal sent, a TPU reset finished, a new backoff deadline).
+  virtual void OnJobUpdated(const std::string& job) {}
 };
 
 // A TPU reset asked for by a failed attempt (issue: reset the TPU).
@@ -115,6 +150,10 @@ struct JobDeps {
   // Resets the TPU off the loop and calls `done` back on the loop. Null: no
   // reset backend; reset_and_restart then just restarts.
   std::function<void(const TpuResetRequest&, std::function<void(TpuResetResult)> done)> reset_tpu;
+  // Who attempts run as, from the spec's user and group (launch/run_as.h
+  // ResolveRunAs in production). Null: as tpud, whatever the spec says.
+  std::function<absl::StatusOr<std::optional<RunAs>>(const std::string& user, const std::string& group)>
+      resolve_run_as;
   // Checks that the TPU is usable right before each attempt. A failing
   // verdict puts the job in BACKOFF with the reason instead of launching (not
   // counted against max_restarts): after a TPU reset when the verdict names
@@ -148,16 +187,23 @@ class Job final : public AttemptObserver {
   // The notice is over: a job waiting for it starts its next attempt.
   void OnMaintenanceOver();
 
-  // What an earlier tpud knew: state, counters, incidents (oldest first).
-  // Emits no event: nothing changed, tpud only remembers. Call before Resume.
+  // What an earlier tpud knew. Emits no event: nothing changed, tpud only
+  // remembers. Call before Resume.
+  void Restore(JobMemory memory);
+  // The same, for what a tpud before schema version 2 stored.
   void Restore(JobState state, const std::string& reason, WallTime state_since, int attempt,
                int restarts, std::int64_t attempts_total, std::map<std::string, std::int64_t> by_reason,
                std::optional<ExitStatus> last_exit, std::deque<Incident> incidents);
-  // Carries on after Restore. `adopted` is the attempt re-attached through its
-  // shim (null when there was none): it runs on. A job that was starting,
-  // running or stopping with no attempt left lost it while tpud was down (a
-  // reboot): that is an incident, and the job restarts from its checkpoint.
-  // A job in backoff restarts after a fresh backoff delay.
+  // Carries on after Restore, from where the job was. `adopted` is the
+  // attempt re-attached through its shim (null when there was none): it runs
+  // on, starting keeps what is left of start_seconds, and stopping walks on
+  // from the rung it had reached, at the time it was due. A job that was
+  // starting, running or stopping with no attempt left lost it while tpud
+  // was down (a reboot): that is an incident, and the job restarts from its
+  // checkpoint. A job in backoff waits out what was left of its delay; one
+  // whose TPU reset was due and unfinished resets again first (an unreset TPU
+  // is never restarted on because tpud happened to restart); one waiting for
+  // a maintenance event waits on.
   void Resume(std::unique_ptr<Attempt> adopted, int adopted_attempt);
   // The person's intent: true while the job should be running.
   bool wants_running() const;
@@ -171,11 +217,19 @@ class Job final : public AttemptObserver {
   // AttemptObserver.
   void OnOutputLine(std::string_view line) override;
   void OnOutputLines(std::string_view lines) override;
+  void OnLogDropped(std::uint64_t dropped_bytes, bool dropping) override;
   void OnExit(const ExitStatus& status) override;
 
  private:
   void TransitionTo(JobState next, std::string reason, std::optional<ExitStatus> exit = {});
   void LaunchAttempt(const std::string& reason);
+  // A launch that failed: transient errors retry after a backoff (not
+  // counted), anything else fails the job.
+  void OnLaunchFailed(const absl::Status& error, const std::string& reason);
+  void ResumeBackoff();
+  void ResumeAdopted();
+  void RunTpuReset(const ExitStatus& status, FailureClass failure_class);
+  std::string StopIntent() const;
   bool PreflightPasses(const std::string& reason);
   void DelayLaunch(std::string why);
   void BeginAttemptWatch();
@@ -231,7 +285,15 @@ class Job final : public AttemptObserver {
   bool maintenance_notice_ = false;  // The checkpoint signal went to this attempt.
   std::string maintenance_what_;
   std::uint64_t reset_generation_ = 0;  // Ignores a reset that finishes after the job moved on.
+  std::optional<FailureClass> reset_pending_;  // A reset asked for and not finished.
   int preflight_failures_ = 0;          // Failed preflight checks in a row.
+  int launch_retries_ = 0;              // Transient launch failures in a row.
+  int stop_rung_ = -1;                  // The last stop.signals index sent to this attempt.
+  std::optional<SteadyTime> stop_next_rung_;  // When the next rung is due (timer_ armed for it).
+  std::uint64_t log_dropped_before_ = 0;  // Log bytes lost by earlier attempts.
+  std::uint64_t log_dropped_attempt_ = 0; // ... and by this one.
+  bool log_dropping_ = false;
+  bool restored_backoff_timer_ = false;   // Restore found a backoff with a deadline.
 
   std::deque<Incident> incidents_;  // Newest last, bounded.
   SteadyTime incident_started_;     // Steady time of the open incident's start.

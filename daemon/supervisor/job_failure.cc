@@ -169,22 +169,31 @@ void Job::OnAttemptFailed(const ExitStatus& status) {
 // start); the restart follows whatever the reset's outcome, which the
 // incident records.
 void Job::ResetThenRestart(const ExitStatus& status, const Incident& incident) {
-  TpuResetRequest request;
-  request.job = spec_.name;
-  request.failure_class = incident.failure.failure_class;
-  const std::uint64_t generation = ++reset_generation_;
   incidents_.back().outcome = "resetting the TPU";
   PublishIncident();
+  reset_pending_ = incident.failure.failure_class;  // Persisted with the transition: redone after a restart.
   TransitionTo(JobState::kBackoff, absl::StrCat(Summary(incident.failure, status), "; resetting the TPU"),
                status);
+  RunTpuReset(status, incident.failure.failure_class);
+}
+
+// In BACKOFF with the open incident last: resets, then schedules the restart.
+void Job::RunTpuReset(const ExitStatus& status, FailureClass failure_class) {
+  TpuResetRequest request;
+  request.job = spec_.name;
+  request.failure_class = failure_class;
+  reset_pending_ = failure_class;
+  const std::uint64_t generation = ++reset_generation_;
   deps_.reset_tpu(request, [this, generation, status](TpuResetResult result) {
     if (generation != reset_generation_ || state_ != JobState::kBackoff || timer_ != 0) return;
+    reset_pending_.reset();
     if (!incidents_.empty() && incidents_.back().open && result.attempted) {
       incidents_.back().reset_backend = result.backend;
       incidents_.back().reset_duration = result.duration;
       incidents_.back().reset_result = result.status.ok() ? "ok" : std::string(result.status.message());
     }
     ScheduleRestart(status, incidents_.back());
+    deps_.listener->OnJobUpdated(spec_.name);
   });
 }
 

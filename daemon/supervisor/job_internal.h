@@ -6,15 +6,11 @@
 
 #include "absl/strings/str_format.h"
 #include "daemon/common/clock.h"
+#include "daemon/common/durations.h"
 
 namespace tpud::job_internal {
 
-inline std::chrono::nanoseconds ToNanos(double seconds) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Seconds(seconds));
-}
-inline std::chrono::nanoseconds ToNanos(Seconds seconds) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(seconds);
-}
+using tpud::ToNanos;  // Saturating (common/durations.h).
 inline std::string FormatSeconds(Seconds s) { return absl::StrFormat("%.1fs", s.count()); }
 
 }  // namespace tpud::job_internal

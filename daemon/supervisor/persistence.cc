@@ -24,7 +24,69 @@ JobRecord ToJobRecord(const JobSnapshot& s, bool desired_running, const std::str
   record.restarts_by_reason = s.restarts_by_reason;
   record.last_exit = s.last_exit;
   record.pid = s.pid;
+  const auto unix_ms = [](const std::optional<WallTime>& t) { return t ? ToUnixMillis(*t) : 0; };
+  record.attempt_started_unix_ms = unix_ms(s.attempt_started);
+  record.backoff_until_unix_ms = unix_ms(s.backoff_until);
+  record.stop_rung = s.stop_rung;
+  record.stop_next_rung_unix_ms = unix_ms(s.stop_next_rung);
+  record.stop_intent = s.stop_intent;
+  record.reset_pending = s.reset_pending ? FailureClassName(*s.reset_pending) : "";
+  record.log_dropped_bytes = static_cast<std::int64_t>(s.log_dropped_bytes);
   return record;
+}
+
+JobMemory ToJobMemory(const JobRecord& record, std::deque<Incident> incidents) {
+  const auto wall = [](std::int64_t unix_ms) -> std::optional<WallTime> {
+    if (unix_ms <= 0) return std::nullopt;
+    return WallTime(std::chrono::milliseconds(unix_ms));
+  };
+  JobMemory memory;
+  memory.state = ParseJobState(record.state).value_or(JobState::kStopped);
+  memory.reason = record.state_reason;
+  memory.state_since = WallTime(std::chrono::milliseconds(record.state_since_unix_ms));
+  memory.attempt = record.attempt;
+  memory.restarts = record.restarts;
+  memory.attempts_total = record.attempts_total;
+  memory.restarts_by_reason = record.restarts_by_reason;
+  memory.last_exit = record.last_exit;
+  memory.incidents = std::move(incidents);
+  memory.attempt_started = wall(record.attempt_started_unix_ms);
+  memory.backoff_until = wall(record.backoff_until_unix_ms);
+  memory.stop_rung = record.stop_rung;
+  memory.stop_next_rung = wall(record.stop_next_rung_unix_ms);
+  memory.stop_intent = record.stop_intent;
+  if (!record.reset_pending.empty()) memory.reset_pending = ParseFailureClass(record.reset_pending);
+  memory.log_dropped_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, record.log_dropped_bytes));
+  return memory;
+}
+
+EventRecord ToEventRecord(const JobEvent& event) {
+  EventRecord record;
+  record.job = event.job;
+  record.time_unix_ms = ToUnixMillis(event.time);
+  record.from_state = JobStateName(event.from);
+  record.to_state = JobStateName(event.to);
+  record.reason = event.reason;
+  record.attempt = event.attempt;
+  record.exit = event.exit;
+  if (event.checkpoint) {
+    record.checkpoint_path = event.checkpoint->path.string();
+    record.checkpoint_step = event.checkpoint->step;
+  }
+  return record;
+}
+
+JobEvent FromEventRecord(const EventRecord& record) {
+  JobEvent event;
+  event.time = WallTime(std::chrono::milliseconds(record.time_unix_ms));
+  event.job = record.job;
+  event.from = ParseJobState(record.from_state).value_or(JobState::kStopped);
+  event.to = ParseJobState(record.to_state).value_or(JobState::kStopped);
+  event.reason = record.reason;
+  event.attempt = record.attempt;
+  event.exit = record.exit;
+  if (!record.checkpoint_path.empty()) event.checkpoint = CheckpointRef{record.checkpoint_path, record.checkpoint_step};
+  return event;
 }
 
 IncidentRecord ToIncidentRecord(const Incident& incident, std::int64_t id) {

@@ -2,6 +2,7 @@
 // records (daemon/state/state_store.h).
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,14 @@ JobRecord ToJobRecord(const JobSnapshot& snapshot, bool desired_running, const s
 IncidentRecord ToIncidentRecord(const Incident& incident, std::int64_t id);
 // Back again; `local_id` numbers it within its job.
 Incident FromIncidentRecord(const IncidentRecord& record, std::int64_t local_id);
+
+// The JobMemory a restarted tpud gives Job::Restore, from the record and the
+// job's incidents (oldest first).
+JobMemory ToJobMemory(const JobRecord& record, std::deque<Incident> incidents);
+
+// A state change as stored for `tpuctl events` after a restart, and back.
+EventRecord ToEventRecord(const JobEvent& event);
+JobEvent FromEventRecord(const EventRecord& record);
 
 // "running" -> kRunning; nullopt for an unknown name.
 std::optional<JobState> ParseJobState(const std::string& name);

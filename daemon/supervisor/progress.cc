@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/durations.h"
 #include "daemon/common/lines.h"
 
 namespace tpud {
@@ -23,8 +24,7 @@ std::optional<std::int64_t> ParseStep(std::string_view digits) {
 Seconds ToSeconds(double s) { return Seconds(s); }
 
 absl::Status CheckNonNegative(const char* key, double value) {
-  if (value >= 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("progress.", key, ": must be >= 0, got ", value));
+  return CheckDurationSeconds(absl::StrCat("progress.", key), value);
 }
 
 absl::Status CheckLearning(const ProgressSpec& spec) {
@@ -158,11 +158,11 @@ std::optional<SteadyTime> ProgressTracker::Deadline() const {
   if (!last_progress_) {
     const Seconds startup = ToSeconds(std::max(spec_.startup_grace_seconds, spec_.timeout_seconds));
     if (startup <= Seconds(0)) return std::nullopt;
-    return attempt_start_ + std::chrono::duration_cast<SteadyTime::duration>(startup);
+    return attempt_start_ + ToNanos(startup);
   }
   const Seconds timeout = effective_timeout();
   if (timeout <= Seconds(0)) return std::nullopt;
-  return *last_progress_ + std::chrono::duration_cast<SteadyTime::duration>(timeout);
+  return *last_progress_ + ToNanos(timeout);
 }
 
 }  // namespace tpud

@@ -4,8 +4,13 @@
 
 #include <random>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/checkpoint/checkpoint.h"
+#include "daemon/common/text.h"
+#include "daemon/common/unix_groups.h"
+#include "daemon/launch/run_as.h"
 #include "daemon/supervisor/persistence.h"
 
 namespace tpud {
@@ -46,6 +51,7 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
   if (preflight_) {
     deps.preflight = [this](const JobSpec& spec) { return preflight_(spec, AttemptProcessGroups()); };
   }
+  deps.resolve_run_as = ResolveRunAs;
   deps.log_dir = options_.log_dir;
   deps.default_working_dir = options_.state_dir;
   return std::make_unique<Job>(std::move(spec), std::move(deps));
@@ -69,20 +75,105 @@ absl::Status Supervisor::AddJob(JobSpec spec) {
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::string& reason,
-                                                       std::string spec_yaml) {
+                                                       std::string spec_yaml, std::optional<Caller> caller) {
   const std::string name = spec.name;
+  if (caller && !caller->root()) {
+    // Whoever can reach the socket must not get root from it: a non-root
+    // caller's job runs as that caller.
+    if (spec.user.empty()) spec.user = std::to_string(caller->uid);
+    if (spec.group.empty()) spec.group = std::to_string(caller->gid);
+  }
+  if (absl::Status s = CheckSubmission(spec, spec_yaml, caller); !s.ok()) return s;
   auto it = jobs_.find(name);
+  std::unique_ptr<Job> added;
   if (it == jobs_.end()) {
-    it = jobs_.emplace(name, MakeJob(std::move(spec))).first;
+    added = MakeJob(std::move(spec));
   } else if (IsActive(it->second->state())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job \"", name, "\" is ", JobStateName(it->second->state()), "; stop it before replacing its spec"));
-  } else {
-    it->second->UpdateSpec(std::move(spec));
+  } else if (absl::Status s = CheckOwner(*it->second, caller); !s.ok()) {
+    return s;
   }
+  Job& job = added ? *added : *it->second;
+  const std::string previous_yaml = spec_yaml_.count(name) ? spec_yaml_[name] : "";
   spec_yaml_[name] = std::move(spec_yaml);
+  std::optional<JobSpec> previous_spec;
+  if (!added) previous_spec = job.spec();
+  if (!added) job.UpdateSpec(std::move(spec));
+  if (absl::Status s = CommitIntent(job, true); !s.ok()) {  // Nothing changes when it cannot be recorded.
+    if (previous_spec) job.UpdateSpec(std::move(*previous_spec));
+    if (added || previous_yaml.empty()) spec_yaml_.erase(name);
+    if (!added && !previous_yaml.empty()) spec_yaml_[name] = previous_yaml;
+    return s;
+  }
+  if (added) it = jobs_.emplace(name, std::move(added)).first;
   if (absl::Status s = it->second->Start(reason); !s.ok()) return s;
-  return Durable(it->second->Snapshot());
+  return it->second->Snapshot();
+}
+
+absl::Status Supervisor::CheckSubmission(const JobSpec& spec, const std::string& spec_yaml,
+                                         const std::optional<Caller>& caller) const {
+  if (caller && !caller->root()) {
+    absl::StatusOr<uid_t> uid = LookUpUid(spec.user);
+    if (!uid.ok() || *uid != caller->uid) {
+      return absl::PermissionDeniedError(absl::StrCat("uid ", caller->uid, " may only submit jobs that run as "
+                                                      "itself, not as user \"", Truncated(spec.user), "\""));
+    }
+    absl::StatusOr<gid_t> gid = LookUpGroup(spec.group);
+    const bool member = gid.ok() && (*gid == caller->gid || std::find(caller->groups.begin(), caller->groups.end(),
+                                                                      *gid) != caller->groups.end());
+    if (!member) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("uid ", caller->uid, " is not in group \"", Truncated(spec.group), "\""));
+    }
+  }
+  std::size_t count = 1, bytes = spec_yaml.size();
+  for (const auto& [name, yaml] : spec_yaml_) {
+    if (name == spec.name) continue;
+    ++count;
+    bytes += yaml.size();
+  }
+  if (count > options_.max_submitted_jobs || bytes > options_.max_submitted_spec_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many submitted jobs (at most ", options_.max_submitted_jobs, " with ", options_.max_submitted_spec_bytes,
+        " bytes of specs in all); remove some with tpuctl remove NAME"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Supervisor::CheckOwner(const Job& job, const std::optional<Caller>& caller) const {
+  if (!caller || caller->root()) return absl::OkStatus();
+  absl::StatusOr<uid_t> owner = job.spec().user.empty() ? absl::StatusOr<uid_t>(0) : LookUpUid(job.spec().user);
+  if (owner.ok() && *owner == caller->uid && spec_yaml_.count(job.spec().name) != 0) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("job \"", job.spec().name, "\" is not uid ", caller->uid,
+                                                  "'s: only its owner or root may replace or remove it"));
+}
+
+absl::Status Supervisor::RemoveSubmittedJob(const std::string& name, std::optional<Caller> caller) {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(name), "\""));
+  const Job& job = *it->second;
+  if (spec_yaml_.count(name) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("job \"", name, "\" comes from the config (",
+                                                      job.spec().origin, "); remove it there and reload"));
+  }
+  if (IsActive(job.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job \"", name, "\" is ", JobStateName(job.state()), "; stop it before removing it"));
+  }
+  if (absl::Status s = CheckOwner(job, caller); !s.ok()) return s;
+  if (store_ != nullptr) {
+    absl::Status deleted = NoteStore(store_->DeleteJob(name, /*with_history=*/true), "delete job " + name);
+    if (deleted.ok()) deleted = NoteStore(store_->Sync(), "sync");
+    if (!deleted.ok()) {
+      return absl::UnavailableError(absl::StrCat("state store: ", deleted.message(), "; job \"", name,
+                                                 "\" not removed"));
+    }
+  }
+  jobs_.erase(it);
+  spec_yaml_.erase(name);
+  std::erase_if(history_, [&](const NumberedEvent& event) { return event.job() == name; });
+  return absl::OkStatus();
 }
 
 void Supervisor::StartAutostartJobs() {
@@ -110,7 +201,7 @@ absl::Status Supervisor::ReplaceJobSpec(JobSpec spec) {
 
 absl::Status Supervisor::RemoveJob(const std::string& name) {
   auto it = jobs_.find(name);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", name, "\""));
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(name), "\""));
   if (IsActive(it->second->state())) {
     return absl::FailedPreconditionError(
         absl::StrCat("job \"", name, "\" is ", JobStateName(it->second->state()), "; stop it before removing it"));
@@ -127,29 +218,33 @@ absl::Status Supervisor::RemoveJob(const std::string& name) {
 
 absl::StatusOr<Job*> Supervisor::Find(const std::string& name) const {
   auto it = jobs_.find(name);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", name, "\""));
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(name), "\""));
   return it->second.get();
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::Start(const std::string& name, const std::string& reason) {
   absl::StatusOr<Job*> job = Find(name);
   if (!job.ok()) return job.status();
+  if (IsActive((*job)->state())) return (*job)->Start(reason);  // The "already active" error.
+  if (absl::Status s = CommitIntent(**job, true); !s.ok()) return s;
   if (absl::Status s = (*job)->Start(reason); !s.ok()) return s;
-  return Durable((*job)->Snapshot());
+  return (*job)->Snapshot();
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::Stop(const std::string& name, const std::string& reason) {
   absl::StatusOr<Job*> job = Find(name);
   if (!job.ok()) return job.status();
+  if (absl::Status s = CommitIntent(**job, false); !s.ok()) return s;
   if (absl::Status s = (*job)->Stop(reason); !s.ok()) return s;
-  return Durable((*job)->Snapshot());
+  return (*job)->Snapshot();
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::Restart(const std::string& name, const std::string& reason) {
   absl::StatusOr<Job*> job = Find(name);
   if (!job.ok()) return job.status();
+  if (absl::Status s = CommitIntent(**job, true); !s.ok()) return s;
   if (absl::Status s = (*job)->Restart(reason); !s.ok()) return s;
-  return Durable((*job)->Snapshot());
+  return (*job)->Snapshot();
 }
 
 absl::StatusOr<JobSnapshot> Supervisor::Get(const std::string& name) const {
@@ -192,6 +287,10 @@ std::filesystem::path Supervisor::LogPath(const std::string& name) const {
   return options_.log_dir / (name + ".log");
 }
 
+void Supervisor::OnJobUpdated(const std::string& job) {
+  if (const Job* found = FindJob(job)) PersistJob(*found);
+}
+
 void Supervisor::Record(const std::string& job, SupervisorEvent event) {
   NumberedEvent numbered{next_sequence_++, std::move(event)};
   history_.push_back(numbered);
@@ -206,6 +305,7 @@ void Supervisor::OnJobEvent(const JobEvent& event) {
                JobStateName(event.to), event.attempt, event.reason);
   Record(event.job, numbered);
   if (Job* job = FindJob(event.job)) PersistJob(*job);
+  PersistEvent(event);
   if (stop_all_done_ && !IsActive(event.to)) CheckStopAllDone();
 }
 

@@ -25,6 +25,23 @@ struct NumberedEvent {
   const std::string& job() const;
 };
 
+// Whether the state store takes writes: what `tpuctl info`, STATUS= and the
+// metrics report. A failed write is never silent: it is logged, counted, and
+// makes `ok` false until a write succeeds again.
+struct StoreHealth {
+  bool ok = true;
+  std::string last_error;         // The newest failure's message; kept after recovery.
+  std::int64_t errors_total = 0;  // Failed writes since tpud started.
+};
+
+// Who made a request over the control socket (rpc/peer_auth.h).
+struct Caller {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> groups;
+  bool root() const { return uid == 0; }
+};
+
 // Thread-safety: every method runs on the event loop thread (other threads go
 // through RunOnLoop), except events() and output(), which are thread-safe.
 class Supervisor final : public JobListener {
@@ -33,6 +50,11 @@ class Supervisor final : public JobListener {
     std::filesystem::path log_dir;    // Job logs: log_dir/NAME.log.
     std::filesystem::path state_dir;  // Working directory of jobs that name none.
     std::size_t event_history = 10000;  // Events kept for `tpuctl events`.
+    // Jobs submitted over the socket (`tpuctl start -f`, ad hoc) kept at
+    // once, and the bytes of their specs together: each costs memory, a row
+    // and a startup parse. `tpuctl remove` frees a slot.
+    std::size_t max_submitted_jobs = 256;
+    std::size_t max_submitted_spec_bytes = 16 << 20;
   };
 
   // `clock` and `launcher` must outlive the Supervisor. `find_checkpoint` and
@@ -80,9 +102,21 @@ class Supervisor final : public JobListener {
   // name, FailedPrecondition while it is active.
   absl::Status RemoveJob(const std::string& name);
   // Adds or replaces a submitted spec and starts it. FailedPrecondition when a
-  // job of that name is active (stop it first).
+  // job of that name is active (stop it first). ResourceExhausted past
+  // max_submitted_jobs / max_submitted_spec_bytes.
+  // `caller` (unset: tpud itself or a test) decides who the job runs as: a
+  // non-root caller's job runs as the caller (spec.user/group filled in),
+  // naming another user, or a group the caller is not in, is
+  // PermissionDenied, and so is replacing a job that is not the caller's.
   absl::StatusOr<JobSnapshot> SubmitAndStart(JobSpec spec, const std::string& reason,
-                                             std::string spec_yaml = "");
+                                             std::string spec_yaml = "",
+                                             std::optional<Caller> caller = std::nullopt);
+  // Forgets an inactive submitted or ad hoc job: its record, incidents and
+  // events (never its logs or checkpoints). NotFound for an unknown name,
+  // FailedPrecondition while it is active or when it comes from the config
+  // (remove it there), PermissionDenied for a non-root caller whose job it is
+  // not.
+  absl::Status RemoveSubmittedJob(const std::string& name, std::optional<Caller> caller = std::nullopt);
   // Starts every job with autostart: true.
   void StartAutostartJobs();
 
@@ -92,6 +126,9 @@ class Supervisor final : public JobListener {
   absl::StatusOr<JobSnapshot> Restart(const std::string& name, const std::string& reason);
   absl::StatusOr<JobSnapshot> Get(const std::string& name) const;
   std::vector<JobSnapshot> List() const;  // Sorted by name.
+
+  // What the state store's writes have done (see StoreHealth).
+  const StoreHealth& store_health() const { return store_health_; }
 
   // Stops every active job; calls `done` (on the loop) once none is active.
   void StopAll(const std::string& reason, std::function<void()> done);
@@ -115,6 +152,7 @@ class Supervisor final : public JobListener {
   void OnJobOutput(const std::string& job, std::string_view line) override;
   void OnJobOutputLines(const std::string& job, std::string_view lines) override;
   void OnIncident(const Incident& incident) override;
+  void OnJobUpdated(const std::string& job) override;
 
  private:
   absl::StatusOr<Job*> Find(const std::string& name) const;
@@ -123,6 +161,18 @@ class Supervisor final : public JobListener {
   void Record(const std::string& job, SupervisorEvent event);
   void PersistJob(const Job& job);
   void PersistIncident(const Incident& incident);
+  void PersistEvent(const JobEvent& event);
+  // Records `status` of a store write (`what` names it): logs and counts a
+  // failure, marks the store healthy again on success. Returns `status`.
+  absl::Status NoteStore(absl::Status status, const std::string& what);
+  // Before acting on what a person asked: records the job's intent
+  // (`desired_running`) and syncs it. Unavailable, naming the store error,
+  // when that fails: the request is then not carried out.
+  absl::Status CommitIntent(const Job& job, bool desired_running);
+  absl::Status CheckSubmission(const JobSpec& spec, const std::string& spec_yaml,
+                               const std::optional<Caller>& caller) const;
+  absl::Status CheckOwner(const Job& job, const std::optional<Caller>& caller) const;
+  void RestoreHistory(const std::vector<JobRecord>& records);
   // After what a person asked for (start, stop, submit, ...): makes the
   // records so far survive a power loss (StateStore::Sync). Returns `result`.
   template <typename T>
@@ -145,6 +195,7 @@ class Supervisor final : public JobListener {
   StateStore* store_ = nullptr;
   std::set<std::string> restored_;  // Jobs RestoreFromStore found a record for.
   std::map<std::string, std::string> spec_yaml_;  // Submitted jobs: their spec, to persist.
+  StoreHealth store_health_;
   std::deque<NumberedEvent> history_;
   std::int64_t next_sequence_ = 1;
   std::function<void()> stop_all_done_;

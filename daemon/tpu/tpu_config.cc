@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/durations.h"
 
 namespace tpud {
 namespace {
@@ -13,8 +14,7 @@ absl::Status Bad(const char* key, const std::string& reason) {
 }
 
 absl::Status Positive(const char* key, double value) {
-  if (value > 0) return absl::OkStatus();
-  return Bad(key, absl::StrCat("must be > 0, got ", value));
+  return CheckDurationSeconds(absl::StrCat("tpu.", key), value, /*positive=*/true);
 }
 
 absl::Status CheckNumbers(const TpuConfig& c) {
@@ -68,8 +68,12 @@ absl::Status ValidateTpuResetPolicy(const TpuResetPolicy& p) {
   if (p.max_resets_per_hour < 0) {
     return Bad("reset.max_resets_per_hour", absl::StrCat("must be >= 0, got ", p.max_resets_per_hour));
   }
-  if (p.backoff_initial_seconds < 0) {
-    return Bad("reset.backoff_initial_seconds", absl::StrCat("must be >= 0, got ", p.backoff_initial_seconds));
+  if (absl::Status s = CheckDurationSeconds("tpu.reset.backoff_initial_seconds", p.backoff_initial_seconds);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckDurationSeconds("tpu.reset.backoff_max_seconds", p.backoff_max_seconds); !s.ok()) {
+    return s;
   }
   if (p.backoff_max_seconds < p.backoff_initial_seconds) {
     return Bad("reset.backoff_max_seconds",

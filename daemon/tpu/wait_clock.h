@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "daemon/common/clock.h"
+#include "daemon/common/durations.h"
 #include "daemon/gce/http_client.h"
 
 namespace tpud {
@@ -47,9 +48,7 @@ class Deadline {
   absl::Status SleepAtMost(std::chrono::nanoseconds duration, CancelToken* cancel) const;
   WaitClock& clock() const { return *clock_; }
 
-  static std::chrono::nanoseconds ToDuration(Seconds s) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(s);
-  }
+  static std::chrono::nanoseconds ToDuration(Seconds s) { return ToNanos(s); }  // Saturating.
 
  private:
   WaitClock* clock_;

@@ -45,6 +45,8 @@ struct Harness {
   // up. Only with `with_tpu_reset` (JobDeps::preflight is then set).
   std::deque<PreflightVerdict> preflight_verdicts;
   int preflight_calls = 0;
+  // Who attempts run as (JobDeps::resolve_run_as); null: nobody is resolved.
+  std::function<absl::StatusOr<std::optional<RunAs>>(const std::string&, const std::string&)> run_as;
 
   explicit Harness(JobSpec spec = DefaultSpec(), bool with_tpu_reset = false) {
     JobDeps deps;
@@ -59,6 +61,11 @@ struct Harness {
     deps.log_dir = "/logs";
     deps.default_working_dir = "/state";
     deps.maintenance_active = [this] { return maintenance; };
+    deps.resolve_run_as = [this](const std::string& user, const std::string& group)
+        -> absl::StatusOr<std::optional<RunAs>> {
+      if (!run_as) return std::optional<RunAs>();
+      return run_as(user, group);
+    };
     if (with_tpu_reset) {
       deps.reset_tpu = [this](const TpuResetRequest& request, std::function<void(TpuResetResult)> done) {
         resets.emplace_back(request, std::move(done));

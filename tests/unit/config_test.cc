@@ -221,7 +221,17 @@ constexpr BadJobCase kBadJobs[] = {
     {"- name: a\n  command: [run]\n  stop:\n    signals:\n      - TERM\n      - SIGFOO\n", 7,
      "jobs[0].stop.signals[1]: unknown signal \"SIGFOO\" (expected e.g. SIGTERM, TERM or 15)"},
     {"- name: a\n  command: [run]\n  stop: {signals: []}\n", 4, "jobs[0].stop.signals: must not be empty"},
-    {"- name: a\n  command: [run]\n  log: {backups: -1}\n", 4, "jobs[0].log.backups: must be >= 0, got -1"},
+    {"- name: a\n  command: [run]\n  log: {backups: -1}\n", 4, "jobs[0].log.backups: must be between 0 and 1000, got -1"},
+    {"- name: a\n  command: [run]\n  log: {backups: 2000000000}\n", 4,
+     "jobs[0].log.backups: must be between 0 and 1000, got 2000000000"},
+    {"- name: a\n  command: [run]\n  log: {max_bytes: 200}\n", 4,
+     "jobs[0].log.max_bytes: must be at least 65536 (64KiB), got 200"},
+    {"- name: a\n  command: [run]\n  stop: {grace_seconds: 1e10}\n", 4,
+     "jobs[0].stop.grace_seconds: must be at most 2592000 (30 days), got 1e+10"},
+    {"- name: a\n  command: [run]\n  restart: {backoff_initial_seconds: 1e12, backoff_max_seconds: 1e12}\n", 4,
+     "jobs[0].restart.backoff_initial_seconds: must be at most 2592000 (30 days), got 1e+12"},
+    {"- name: a\n  command: [run]\n  progress: {timeout_seconds: 1e300}\n", 4,
+     "jobs[0].progress.timeout_seconds: must be at most 2592000 (30 days), got 1e+300"},
     {"- name: a\n  command: [run]\n  log:\n    max_bytes: lots\n", 5,
      "jobs[0].log.max_bytes: expected a size in bytes such as 52428800, \"50MB\" or \"10MiB\", got \"lots\""},
     {"- name: a\n  name: b\n  command: [run]\n", 3, "jobs[0].name: duplicate key"},
@@ -326,8 +336,8 @@ TEST_CASE("Config: relative paths resolve against the config file's directory", 
 
 TEST_CASE("Config: log.max_bytes takes integers and size strings", "[config]") {
   const std::pair<const char*, std::uint64_t> sizes[] = {
-      {"1234", 1234},      {"\"512KB\"", 512000}, {"50MB", 50000000},   {"10MiB", 10u << 20},
-      {"1GB", 1000000000}, {"2 GiB", 2ull << 30}, {"64kib", 64u << 10}, {"7B", 7},
+      {"1234567", 1234567}, {"\"512KB\"", 512000}, {"50MB", 50000000},   {"10MiB", 10u << 20},
+      {"1GB", 1000000000},  {"2 GiB", 2ull << 30}, {"64kib", 64u << 10}, {"65536B", 65536},
       {"1TiB", 1ull << 40}};
   for (const auto& [text, bytes] : sizes) {
     INFO(text);

@@ -71,6 +71,15 @@ JobRecord FullJob(const std::string& name) {
   job.last_exit = ExitStatus{-1, 9, true, "spawn failed: \"/usr/bin/nope\": ENOENT"};
   job.pid = 424242;
   job.attempt_dir = "/var/lib/tpud/attempts/" + name + "/7";
+  job.attempt_started_unix_ms = 1'700'000'000'001;  // Schema 2: where within its state.
+  job.backoff_until_unix_ms = 1'700'000'002'500;
+  job.stop_rung = 1;
+  job.stop_next_rung_unix_ms = 1'700'000'030'000;
+  job.stop_intent = "restart";
+  job.reset_pending = "deadline_exceeded";
+  job.log_dropped_bytes = 3304;
+  job.run_as_user = "1000";
+  job.run_as_group = "users";
   return job;
 }
 
@@ -273,15 +282,83 @@ TEST_CASE("SqliteStateStore: a reopened database has every job and incident", "[
   CHECK(RequireOk(store->ListIncidents("digits", 0)).front() == outage);
 }
 
-TEST_CASE("SqliteStateStore: a write is in the file when PutJob returns, before any close",
+TEST_CASE("SqliteStateStore: a write is in the files when PutJob returns, before any close",
           "[state]") {
   TempDir dir;
   std::unique_ptr<StateStore> writer = OpenSqlite(dir.path());  // Never closed before reading.
   RequireOk(writer->PutJob(FullJob("digits")));
-  std::unique_ptr<StateStore> reader = OpenSqlite(dir.path());  // Another connection.
+  // What a SIGKILL of tpud right now would leave: the files as they are.
+  TempDir crashed;
+  for (const char* file : {"tpud.db", "tpud.db-wal"}) {
+    std::filesystem::copy_file(dir.path() / file, crashed.path() / file);
+  }
+  std::unique_ptr<StateStore> reader = OpenSqlite(crashed.path());
   std::vector<JobRecord> jobs = RequireOk(reader->LoadJobs());
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0] == FullJob("digits"));
+}
+
+TEST_CASE("SqliteStateStore: a second opener is refused while the first holds the file", "[state]") {
+  TempDir dir;
+  std::unique_ptr<StateStore> first = OpenSqlite(dir.path());
+  RequireOk(first->PutJob(FullJob("digits")));
+  absl::StatusOr<std::unique_ptr<StateStore>> second = OpenSqliteStateStore(dir.path());
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(std::string(second.status().message()), Catch::Matchers::Contains((dir.path() / "tpud.db").string()));
+  // Exclusive locking keeps the WAL index in memory: no -shm file to map
+  // (and to fault on, SIGBUS, when the disk turns unwritable).
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "tpud.db-shm"));
+  first.reset();
+  CHECK(RequireOk(OpenSqlite(dir.path())->LoadJobs()).size() == 1);  // Free again once closed.
+}
+
+TEST_CASE("SqliteStateStore: the database and its WAL are readable by their owner only", "[state]") {
+  TempDir dir;
+  std::unique_ptr<StateStore> store = OpenSqlite(dir.path());
+  RequireOk(store->PutJob(FullJob("digits")));
+  for (const char* file : {"tpud.db", "tpud.db-wal"}) {
+    INFO(file);
+    const auto perms = std::filesystem::status(dir.path() / file).permissions();
+    CHECK((perms & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  }
+}
+
+TEST_CASE("SqliteStateStore: incidents are pruned to the newest 100 per job", "[state]") {
+  TempDir dir;
+  std::unique_ptr<StateStore> store = OpenSqlite(dir.path());
+  for (int i = 0; i < kIncidentsKeptPerJob + 30; ++i) RequireOk(store->OpenIncident(FullIncident("a", 1000 + i)));
+  RequireOk(store->OpenIncident(FullIncident("b", 5)));
+  const std::vector<IncidentRecord> kept = RequireOk(store->ListIncidents("a", 0));
+  REQUIRE(kept.size() == static_cast<std::size_t>(kIncidentsKeptPerJob));
+  CHECK(kept.front().started_unix_ms == 1000 + 30);  // The 30 oldest went.
+  CHECK(RequireOk(store->ListIncidents("b", 0)).size() == 1);
+}
+
+TEST_CASE("SqliteStateStore: events round-trip, newest kept, and removing a job with history drops them",
+          "[state]") {
+  TempDir dir;
+  std::unique_ptr<StateStore> store = OpenSqlite(dir.path());
+  EventRecord event;
+  event.job = "digits";
+  event.time_unix_ms = 1700000000000;
+  event.from_state = "backoff";
+  event.to_state = "starting";
+  event.reason = "restart 1/3";
+  event.attempt = 2;
+  event.exit = ExitStatus{-1, 9, false, ""};
+  event.checkpoint_path = "/ckpt/ckpt-200.pt";
+  event.checkpoint_step = 200;
+  event.id = RequireOk(store->AppendEvent(event));
+  const std::vector<EventRecord> events = RequireOk(store->ListEvents(10));
+  REQUIRE(events.size() == 1);
+  CHECK(events[0] == event);
+  RequireOk(store->PutJob(FullJob("digits")));
+  RequireOk(store->OpenIncident(FullIncident("digits", 7)));
+  RequireOk(store->DeleteJob("digits", /*with_history=*/true));
+  CHECK(RequireOk(store->ListEvents(10)).empty());
+  CHECK(RequireOk(store->ListIncidents("digits", 0)).empty());
 }
 
 TEST_CASE("SqliteStateStore: creates state_dir and records the schema version", "[state]") {
