@@ -15,8 +15,12 @@
 #include <boost/process/extend.hpp>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+
+extern char** environ;
 
 namespace tpud {
 namespace bp = boost::process;
@@ -90,23 +94,40 @@ bool IsTransientErrno(int err) {
 constexpr const char* kServiceOnlyVariables[] = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
                                                  "LISTEN_FDS",    "LISTEN_PID",    "LISTEN_FDNAMES"};
 
-bp::environment BuildEnvironment(const LaunchSpec& spec) {
-  bp::environment env = boost::this_process::environment();
-  for (const char* name : kServiceOnlyVariables) env.erase(name);
+// The child's environment as "KEY=VALUE" strings: this process's, without
+// the service-only variables, then HOME/USER/LOGNAME for a run_as user, then
+// spec.env (which wins; empty values are kept). Built here rather than with
+// bp::environment, whose lookup (basic_environment_impl::find, Boost 1.74)
+// compares past the end of a shorter entry.
+std::vector<std::string> BuildEnvironment(const LaunchSpec& spec) {
+  std::map<std::string, std::string> vars;
+  for (char** entry = ::environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const std::size_t eq = text.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    vars.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+  }
+  for (const char* name : kServiceOnlyVariables) vars.erase(name);
   if (spec.run_as) {  // login(1)'s variables for the user it runs as; spec.env may override.
-    env["HOME"] = spec.run_as->home.string();
-    env["USER"] = spec.run_as->user;
-    env["LOGNAME"] = spec.run_as->user;
+    vars["HOME"] = spec.run_as->home.string();
+    vars["USER"] = spec.run_as->user;
+    vars["LOGNAME"] = spec.run_as->user;
   }
-  for (const auto& [key, value] : spec.env) {
-    if (value.empty()) {
-      env[key] = "";  // Boost drops empty values; set then keep the key visible.
-    } else {
-      env[key] = value;
-    }
-  }
-  return env;
+  for (const auto& [key, value] : spec.env) vars[key] = value;
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
+  return out;
 }
+
+// Points the executor at a prepared envp (parent side, before vfork).
+struct UseEnvironment {
+  char** envp;
+  template <typename Executor>
+  void operator()(Executor& exec) const {
+    exec.env = envp;
+  }
+};
 
 }  // namespace
 
@@ -160,7 +181,13 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
     bp::pipe output;
     ::fcntl(output.native_source(), F_SETPIPE_SZ, kPipeBytes);  // Best effort; fewer wakeups.
     std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
-    bp::child child(bp::exe = exe.string(), bp::args = args, BuildEnvironment(spec),
+    std::vector<std::string> env = BuildEnvironment(spec);
+    std::vector<char*> envp;
+    envp.reserve(env.size() + 1);
+    for (std::string& entry : env) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    bp::child child(bp::exe = exe.string(), bp::args = args,
+                    bp::extend::on_setup = UseEnvironment{envp.data()},
                     bp::start_dir = spec.working_dir.string(),
                     // clang-format off
                     bp::std_in < bp::null, (bp::std_out & bp::std_err) > output,

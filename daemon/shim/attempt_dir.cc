@@ -33,13 +33,9 @@ absl::Status WriteAll(int fd, std::string_view content, const fs::path& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<json> ReadJsonFile(const fs::path& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  json parsed = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a JSON object"));
-  }
+absl::StatusOr<json> ParseJsonObject(std::string_view text, const std::string& source) {
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));
   return parsed;
 }
 
@@ -132,7 +128,13 @@ absl::StatusOr<std::string> SpecToJson(const LaunchSpec& spec) {
 }
 
 absl::StatusOr<LaunchSpec> ReadSpecFile(const fs::path& path) {
-  absl::StatusOr<json> parsed = ReadJsonFile(path);
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseSpecJson(*text, path.string());
+}
+
+absl::StatusOr<LaunchSpec> ParseSpecJson(std::string_view text, const std::string& source) {
+  absl::StatusOr<json> parsed = ParseJsonObject(text, source);
   if (!parsed.ok()) return parsed.status();
   try {
     LaunchSpec spec;
@@ -157,7 +159,7 @@ absl::StatusOr<LaunchSpec> ReadSpecFile(const fs::path& path) {
     }
     return spec;
   } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.what()));
   }
 }
 
@@ -172,7 +174,13 @@ std::string ShimStateToJson(const ShimState& state) {
 }
 
 absl::StatusOr<ShimState> ReadStateFile(const fs::path& path) {
-  absl::StatusOr<json> parsed = ReadJsonFile(path);
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseStateJson(*text, path.string());
+}
+
+absl::StatusOr<ShimState> ParseStateJson(std::string_view text, const std::string& source) {
+  absl::StatusOr<json> parsed = ParseJsonObject(text, source);
   if (!parsed.ok()) return parsed.status();
   try {
     ShimState state;
@@ -184,7 +192,7 @@ absl::StatusOr<ShimState> ReadStateFile(const fs::path& path) {
     state.cgroup = parsed->value("cgroup", std::string());
     return state;
   } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.what()));
   }
 }
 

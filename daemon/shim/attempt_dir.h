@@ -1,6 +1,7 @@
 // The attempt directory, STATE_DIR/attempts/JOB/ATTEMPT/: the state tpud and
 // tpud-shim share on disk, so a restarted daemon can find its attempts again.
 //   spec.json   the LaunchSpec; written by the daemon before it starts the shim.
+//               Mode 0600, like every file here: it holds the job's env.
 //   state.json  {"protocol":2,"shim_pid":N,"trainer_pid":M,"shim_start_ticks":S,
 //               "trainer_start_ticks":T,"cgroup":"DIR"}; written by the shim
 //               once the trainer runs, before it reports ready.
@@ -58,6 +59,8 @@ absl::StatusOr<std::string> ReadFile(const std::filesystem::path& path);
 absl::StatusOr<std::string> SpecToJson(const LaunchSpec& spec);
 // Errors: InvalidArgument naming the file when it is not a LaunchSpec.
 absl::StatusOr<LaunchSpec> ReadSpecFile(const std::filesystem::path& path);
+// The same from the file's text; `source` names it in errors.
+absl::StatusOr<LaunchSpec> ParseSpecJson(std::string_view text, const std::string& source);
 
 struct ShimState {
   int protocol = 0;
@@ -73,5 +76,7 @@ struct ShimState {
 std::string ShimStateToJson(const ShimState& state);
 // Errors: NotFound when missing; InvalidArgument when malformed.
 absl::StatusOr<ShimState> ReadStateFile(const std::filesystem::path& path);
+// The same from the file's text; `source` names it in errors.
+absl::StatusOr<ShimState> ParseStateJson(std::string_view text, const std::string& source);
 
 }  // namespace tpud::shim

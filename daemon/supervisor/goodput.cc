@@ -4,6 +4,8 @@
 
 namespace tpud {
 
+GoodputLedger::AttemptTimes::AttemptTimes() = default;
+
 std::string_view BadputCauseName(BadputCause cause) {
   switch (cause) {
     case BadputCause::kStartup:

@@ -102,6 +102,7 @@ class GoodputLedger {
 
  private:
   struct AttemptTimes {
+    AttemptTimes();  // Out of line: clang cannot default-construct a nested type's NSDMIs in-class.
     SteadyTime started;
     std::optional<SteadyTime> restore_began;
     std::optional<SteadyTime> first_progress;

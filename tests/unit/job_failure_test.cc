@@ -107,7 +107,7 @@ TEST_CASE("Job: a job silent past startup grace is a hang, stopped by the ladder
   CHECK(h.launcher.last().signals == std::vector<int>{SIGINT});
   h.launcher.Exit(130);
   CHECK(h.job->state() == JobState::kBackoff);
-  const Incident& incident = *h.job->Snapshot().last_incident;
+  const Incident incident = *h.job->Snapshot().last_incident;  // A copy: the snapshot is a temporary.
   CHECK(incident.failure.failure_class == FailureClass::kHang);
   CHECK(incident.failure.rule == "hang");
   h.clock.AdvanceSeconds(1);
