@@ -45,7 +45,7 @@ TEST_CASE("tpud classify: prints class, action, rule and the numbered deciding l
   CHECK_THAT(lines[4], StartsWith("  line 2: INFO:2024-06-25 00:34:55,142:jax._src.xla_bridge:889:"));
 }
 
-TEST_CASE("tpud classify --job: the job's failure_rules decide first; --json gives one object per log",
+TEST_CASE("tpud classify --job: the job's failure_rules decide first, and --json gives one object per log",
           "[integration][classify]") {
   TempDir dir;
   const std::string busy = dir.WriteFile("busy.log", kBusyLog).string();

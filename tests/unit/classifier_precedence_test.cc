@@ -107,7 +107,7 @@ TEST_CASE("Precedence: among symptoms the first error of the burst wins, over an
   CHECK(verdict.matched_line_number == 2);
 }
 
-TEST_CASE("Precedence: an error line outranks an earlier warning; a warning decides only alone",
+TEST_CASE("Precedence: an error line outranks an earlier warning, which decides only alone",
           "[classify][precedence]") {
   Classification verdict = ClassifyLines({kRetriedRpc, kBarrier});
   CHECK(verdict.rule == "builtin:coordination_timeout");

@@ -69,7 +69,7 @@ TEST_CASE("Classify logs: an unreadable file is an error naming it", "[classify]
   CHECK(std::string(directory.status().message()) == dir.path().string() + ": is a directory");
 }
 
-TEST_CASE("Classify command: a job's failure_rules apply first; bad files exit 2 naming them",
+TEST_CASE("Classify command: a job's failure_rules apply first, and bad files exit 2 naming them",
           "[classify][classify_logs]") {
   TempDir dir;
   const std::string log =
