@@ -1,10 +1,12 @@
-// tpud: the supervisor daemon. Parses flags, loads the config, runs.
+// tpud: the supervisor daemon. Parses flags, loads the config, runs; or,
+// with the `classify` subcommand, prints the verdict saved logs would get.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "daemon/app/classify_command.h"
 #include "daemon/app/daemon_app.h"
 #include "daemon/config/config.h"
 
@@ -17,7 +19,19 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check_only, "Validate the config and its job specs, then exit");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", std::string("tpud ") + tpud::TpudVersion());
+
+  tpud::ClassifyOptions classify_options;
+  CLI::App* classify = app.add_subcommand(
+      "classify", "Print the failure verdict each log would get (class, action, rule, deciding line)");
+  classify->add_option("--job", classify_options.job_spec, "Job spec YAML whose failure_rules apply first");
+  classify->add_flag("--json", classify_options.json, "One JSON object per log, one per line");
+  classify->add_option("--exit-code", classify_options.exit_code,
+                       "Exit code each attempt is taken to have ended with")
+      ->capture_default_str();
+  classify->add_option("logs", classify_options.log_files, "Log files, each one attempt's output")
+      ->required();
   CLI11_PARSE(app, argc, argv);
+  if (*classify) return tpud::RunClassifyCommand(classify_options, std::cout, std::cerr);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("tpud"));
   spdlog::set_level(spdlog::level::from_str(log_level));

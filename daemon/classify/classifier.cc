@@ -4,7 +4,6 @@
 #include <re2/set.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -15,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/classify/builtin_rules.h"
-#include "daemon/common/lines.h"
+#include "daemon/classify/line_severity.h"
 
 namespace tpud {
 
@@ -35,7 +34,7 @@ struct FailureClassifier::Compiled {
 namespace {
 
 // Room for the set's lazily built DFA (RE2's default is 8 MiB), so many user
-// rules never exhaust it; if it does fill, FirstMatch matches rule by rule.
+// rules never exhaust it; if it does fill, Matches matches rule by rule.
 constexpr int64_t kMaxRegexpMemoryBytes = 64 << 20;
 
 RE2::Options RuleOptions() {
@@ -43,63 +42,6 @@ RE2::Options RuleOptions() {
   options.set_log_errors(false);  // Errors are returned as statuses instead.
   options.set_max_mem(kMaxRegexpMemoryBytes);
   return options;
-}
-
-// `line` cut to Classification::kMaxMatchedLineBytes without splitting a
-// UTF-8 sequence.
-void AssignTruncated(std::string_view line, std::string* out) {
-  std::size_t size = line.size();
-  if (size > Classification::kMaxMatchedLineBytes) {
-    size = Classification::kMaxMatchedLineBytes;
-    while (size > 0 && (static_cast<unsigned char>(line[size]) & 0xC0) == 0x80) --size;
-  }
-  out->assign(line.data(), size);
-}
-
-bool IsCrashSignal(int signal) {
-  return signal == SIGABRT || signal == SIGSEGV || signal == SIGBUS || signal == SIGILL ||
-         signal == SIGFPE;
-}
-
-Classification ClassifyExit(const ExitStatus& exit) {
-  Classification verdict;
-  verdict.failure_class = FailureClass::kUnknown;
-  verdict.action = RecoveryAction::kRestart;
-  if (!exit.spawn_error.empty()) {
-    verdict.rule = "exit:spawn_error";
-    verdict.hint = absl::StrCat("the trainer could not be started: ", exit.spawn_error);
-  } else if (exit.signal != 0 && IsCrashSignal(exit.signal)) {
-    verdict.failure_class = FailureClass::kCrash;
-    verdict.rule = absl::StrCat("exit:signal ", SignalName(exit.signal));
-    verdict.hint = absl::StrCat("the trainer was ", exit.Describe(),
-                                ": restarting from the newest checkpoint; if it crashes again "
-                                "at the same step, the failure is deterministic");
-  } else if (exit.signal != 0) {
-    verdict.rule = absl::StrCat("exit:signal ", SignalName(exit.signal));
-    verdict.hint = absl::StrCat("the trainer was ", exit.Describe(),
-                                exit.signal == SIGKILL
-                                    ? " (if tpud did not send it, perhaps the kernel's OOM "
-                                      "killer: see dmesg)"
-                                    : "",
-                                " and its output shows no known failure; see its log");
-  } else {
-    verdict.rule = absl::StrCat("exit:code ", exit.code);
-    verdict.hint = absl::StrCat("the trainer ended with ", exit.Describe(),
-                                " and its output shows no known failure; see its log");
-  }
-  return verdict;
-}
-
-Classification HangVerdict() {
-  Classification verdict;
-  verdict.failure_class = FailureClass::kHang;
-  verdict.action = RecoveryAction::kResetAndRestart;
-  verdict.rule = "hang";
-  // Compile time: ../shared/reference/cloud-tpu.md §5 (troubleshooting guide).
-  verdict.hint =
-      "no output or step progress before the hang timeout: resetting the TPU and restarting; "
-      "compiling a large model can take 5+ minutes, so raise the timeout if it was compiling";
-  return verdict;
 }
 
 }  // namespace
@@ -113,12 +55,18 @@ absl::StatusOr<std::shared_ptr<const FailureClassifier>> FailureClassifier::Crea
   classifier->rules_ = std::move(user_rules);
   for (std::size_t i = 0; i < classifier->user_rule_count_; ++i) {
     classifier->rule_ids_.push_back(absl::StrCat("user:", i));
+    classifier->traits_.push_back({.user = true, .any_severity = true});
   }
   for (const BuiltinRule& builtin : BuiltinRules()) {
     classifier->rules_.push_back(builtin.rule);
     classifier->rule_ids_.push_back(absl::StrCat("builtin:", builtin.name));
+    classifier->traits_.push_back({.user = false,
+                                   .tier = builtin.tier,
+                                   .any_severity = builtin.any_severity,
+                                   .lookalike = builtin.lookalike});
   }
   if (absl::Status status = classifier->CompileRules(); !status.ok()) return status;
+  ParseLineSeverity("");  // Compiles its regexps now rather than on an attempt's first match.
   return std::shared_ptr<const FailureClassifier>(std::move(classifier));
 }
 
@@ -171,27 +119,28 @@ absl::Status FailureClassifier::CompileRules() {
   return absl::OkStatus();
 }
 
-int FailureClassifier::FirstMatch(std::string_view line, std::vector<int>* scratch) const {
-  const re2::StringPiece text(line.data(), line.size());
+bool FailureClassifier::AnyMatch(std::string_view line) const {
   RE2::Set::ErrorInfo error{RE2::Set::kNoError};
-  // First only "does anything match?": the DFA stops at the first match and,
-  // without an output vector, the set allocates nothing.
-  bool any = compiled_->set.Match(text, nullptr, &error);
-  if (any) any = compiled_->set.Match(text, scratch, &error);
-  if (any) return *std::min_element(scratch->begin(), scratch->end());
-  if (error.kind == RE2::Set::kNoError) return -1;
-  // The set's DFA gave up (out of memory): each RE2 falls back to the NFA.
-  for (std::size_t i = 0; i < compiled_->regexps.size(); ++i) {
-    if (RE2::PartialMatch(text, *compiled_->regexps[i])) return static_cast<int>(i);
-  }
-  return -1;
+  // Without an output vector the DFA stops at the first match and the set
+  // allocates nothing.
+  const bool any = compiled_->set.Match(re2::StringPiece(line.data(), line.size()), nullptr, &error);
+  return any || error.kind != RE2::Set::kNoError;  // The DFA gave up: let Matches decide.
 }
 
-AttemptScanner::AttemptScanner(std::shared_ptr<const FailureClassifier> classifier)
-    : classifier_(std::move(classifier)) {}
-
-bool FailureClassifier::RuleMatches(std::size_t index, std::string_view line) const {
-  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *compiled_->regexps[index]);
+void FailureClassifier::Matches(std::string_view line, std::vector<int>* out) const {
+  const re2::StringPiece text(line.data(), line.size());
+  RE2::Set::ErrorInfo error{RE2::Set::kNoError};
+  out->clear();
+  if (compiled_->set.Match(text, out, &error)) {
+    std::sort(out->begin(), out->end());
+    return;
+  }
+  out->clear();
+  if (error.kind == RE2::Set::kNoError) return;
+  // The set's DFA gave up (out of memory): each RE2 falls back to the NFA.
+  for (std::size_t i = 0; i < compiled_->regexps.size(); ++i) {
+    if (RE2::PartialMatch(text, *compiled_->regexps[i])) out->push_back(static_cast<int>(i));
+  }
 }
 
 bool FailureClassifier::MayMatchLines(std::string_view lines) const {
@@ -199,41 +148,6 @@ bool FailureClassifier::MayMatchLines(std::string_view lines) const {
   RE2::Set::ErrorInfo error{RE2::Set::kNoError};
   const bool any = compiled_->block_set.Match(re2::StringPiece(lines.data(), lines.size()), nullptr, &error);
   return any || error.kind != RE2::Set::kNoError;  // The DFA gave up: check line by line.
-}
-
-void AttemptScanner::ScanLines(std::string_view lines) {
-  if (!classifier_->MayMatchLines(lines)) return;
-  ForEachLine(lines, [this](std::string_view line) { ScanLine(line); });
-}
-
-void AttemptScanner::ScanLine(std::string_view line) {
-  if (best_index_ == 0) {  // Nothing can outrank rule 0: only its last line can change.
-    if (classifier_->RuleMatches(0, line)) AssignTruncated(line, &best_line_);
-    return;
-  }
-  const int index = classifier_->FirstMatch(line, &scratch_);
-  if (index < 0 || (best_index_ >= 0 && index > best_index_)) return;
-  best_index_ = index;
-  AssignTruncated(line, &best_line_);
-}
-
-const FailureRule* AttemptScanner::best_match() const {
-  return best_index_ < 0 ? nullptr : &classifier_->rules()[best_index_];
-}
-
-Classification AttemptScanner::Classify(const ExitStatus& exit, bool hung) const {
-  if (best_index_ >= 0) {
-    const FailureRule& rule = classifier_->rules()[best_index_];
-    Classification verdict;
-    verdict.failure_class = rule.failure_class;
-    verdict.action = rule.action;
-    verdict.hint = rule.hint;
-    verdict.matched_line = best_line_;
-    verdict.rule = classifier_->rule_id(best_index_);
-    return verdict;
-  }
-  if (hung) return HangVerdict();
-  return ClassifyExit(exit);
 }
 
 }  // namespace tpud

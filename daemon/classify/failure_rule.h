@@ -5,13 +5,15 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace tpud {
 
-// Why an attempt failed. Signatures per class: ../shared/reference/cloud-tpu.md §5.
+// Why an attempt failed. The built-in signatures of each class, with the public
+// source of their wording, are in builtin_rules.h and the README's table.
 enum class FailureClass {
   kDeadlineExceeded,  // A collective/RPC deadline or coordination heartbeat ran out.
   kConnection,        // Lost the connection to a worker or coordinator (gRPC UNAVAILABLE).
@@ -72,6 +74,8 @@ struct Classification {
   // The output line that decided it, at most kMaxMatchedLineBytes (cut at a
   // UTF-8 boundary); empty when decided by the exit status or a hang.
   std::string matched_line;
+  // Its 1-based number among the lines the attempt printed; 0 with no line.
+  std::size_t matched_line_number = 0;
   // What decided it: "user:0" (failure_rules[0]), "builtin:hbm_oom", "hang",
   // "exit:signal SIGABRT", "exit:code 1", "exit:spawn_error".
   std::string rule;

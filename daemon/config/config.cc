@@ -423,6 +423,12 @@ absl::StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::st
   return spec;
 }
 
+absl::StatusOr<JobSpec> LoadJobSpecFile(const fs::path& path) {
+  const absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseJobSpec(*text, path.string(), path.parent_path());
+}
+
 std::string AdHocJobSpecYaml(const JobSpec& spec) {
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << spec.name;

@@ -110,7 +110,7 @@ struct MetricsConfig {
 };
 
 // Watching the GCE metadata server for preemption and maintenance events
-// (../shared/reference/cloud-tpu.md §3).
+// (cloud.google.com/compute/docs/metadata/predefined-metadata-keys).
 struct GceMetadataConfig {
   std::string enabled = "auto";  // auto (probe once, quietly) | true | false.
   std::string host;              // host[:port]; empty: $GCE_METADATA_HOST, else metadata.google.internal.
@@ -159,6 +159,11 @@ absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::filesystem::path& path)
 // or "request"); relative paths resolve against `base_dir`.
 absl::StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& source,
                                      const std::filesystem::path& base_dir);
+
+// Reads and parses one job spec file, as jobs_dir's files are read (relative
+// paths resolve against its directory). Errors: those of ParseJobSpec, and
+// "PATH: cannot open: ..." (NotFound etc.) when the file cannot be read.
+absl::StatusOr<JobSpec> LoadJobSpecFile(const std::filesystem::path& path);
 
 // Checks the rules every spec obeys however it arrived (YAML, ad hoc request):
 // name syntax, non-empty command, non-negative durations, known layouts.

@@ -1,5 +1,8 @@
-// The failure classifier: built-in signatures on real Cloud TPU error lines,
-// rule priority, user rules, and the exit-status / hang fallbacks.
+// The failure classifier's mechanics: user rules, the exit-status and hang
+// fallbacks, blocks, line numbers, truncation, sharing. The built-in
+// signatures are in classifier_signatures_test.cc, the precedence between
+// matching lines in classifier_precedence_test.cc, the real-line corpus in
+// classifier_corpus_test.cc.
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <set>
@@ -9,180 +12,16 @@
 
 #include "daemon/classify/builtin_rules.h"
 #include "daemon/classify/classifier.h"
+#include "tests/unit/classifier_test_util.h"
 
 namespace tpud {
 namespace {
 
-std::shared_ptr<const FailureClassifier> MakeClassifier(std::vector<FailureRule> user_rules = {}) {
-  auto classifier = FailureClassifier::Create(std::move(user_rules));
-  REQUIRE(classifier.ok());
-  return *classifier;
-}
-
-ExitStatus ExitCode(int code) {
-  ExitStatus status;
-  status.code = code;
-  return status;
-}
-
-ExitStatus KilledBy(int signal) {
-  ExitStatus status;
-  status.signal = signal;
-  return status;
-}
-
-Classification ClassifyLines(const std::vector<std::string>& lines,
-                             std::shared_ptr<const FailureClassifier> classifier = MakeClassifier(),
-                             const ExitStatus& exit = ExitCode(1)) {
-  AttemptScanner scanner(std::move(classifier));
-  for (const std::string& line : lines) scanner.ScanLine(line);
-  return scanner.Classify(exit, /*hung=*/false);
-}
-
-struct SignatureCase {
-  const char* rule;  // Expected Classification::rule.
-  FailureClass failure_class;
-  RecoveryAction action;
-  const char* line;
-};
-
-// Real error lines (sources: ../shared/reference/cloud-tpu.md §4-5 and the
-// citations in daemon/classify/builtin_rules.cc).
-const std::vector<SignatureCase>& SignatureCases() {
-  using FC = FailureClass;
-  using RA = RecoveryAction;
-  static const auto* cases = new std::vector<SignatureCase>{
-      {"builtin:preemption", FC::kPreemption, RA::kWaitAndRestart,
-       "INFO:tensorflow:An error was raised. This may be due to a preemption in a connected worker "
-       "or parameter server. The current session will be closed and a new session will be created."},
-      {"builtin:preemption", FC::kPreemption, RA::kWaitAndRestart,
-       "INFO:tensorflow:An error was raised while a session was being created. This may be due to a "
-       "preemption of a connected worker or parameter server. A new session will be created. Error: "
-       "OS Error"},
-      {"builtin:preemption", FC::kPreemption, RA::kWaitAndRestart,
-       "WARNING:tensorflow:TPU node my-tpu reached an unrecoverable state PREEMPTED, terminating the "
-       "session now."},
-      {"builtin:hbm_oom", FC::kHbmOom, RA::kFail,
-       "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
-       "Ran out of memory in memory space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by "
-       "17.34G."},
-      {"builtin:hbm_oom", FC::kHbmOom, RA::kFail,
-       "RESOURCE_EXHAUSTED: TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage 174.10G, "
-       "exceeding available bytes: 95.74G"},
-      {"builtin:hbm_oom_runtime", FC::kHbmOom, RA::kFail,
-       "ValueError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate "
-       "8.00M. That was not possible. There are 6.43M free.; (0x0x1_HBM0)"},
-      {"builtin:local_filesystem", FC::kUserError, RA::kFail,
-       "tensorflow.python.framework.errors_impl.UnimplementedError: File system scheme '[local]' "
-       "not implemented (file: '/home/alice/data/train-00000-of-01024')"},
-      {"builtin:infeed_dtype", FC::kUserError, RA::kFail,
-       "TypeError: <dtype: 'string'> is not a supported TPU infeed type. Supported types are: "
-       "[tf.float32, tf.int32, tf.complex64, tf.int64, tf.bool, tf.bfloat16]"},
-      {"builtin:dynamic_shape", FC::kUserError, RA::kFail,
-       "ValueError: shape [None, 224, 224, 3] must have a fixed size for dimension 0 that is known "
-       "at graph construction time."},
-      {"builtin:dynamic_shape", FC::kUserError, RA::kFail,
-       "tensorflow.python.framework.errors_impl.InvalidArgumentError: Compilation failure: Input 1 "
-       "to node `model/Reshape` with op Reshape must be a compile-time constant."},
-      {"builtin:unsupported_op", FC::kUserError, RA::kFail,
-       "tensorflow.python.framework.errors_impl.InvalidArgumentError: Compilation failure: Detected "
-       "unsupported operations when trying to compile graph cluster_3_10943035373880407667[] on "
-       "XLA_TPU_JIT: SparseSoftmax (No registered 'SparseSoftmax' OpKernel for XLA_TPU_JIT devices "
-       "compatible with node {{node model/attn/SparseSoftmax}})"},
-      {"builtin:cross_shard_optimizer", FC::kUserError, RA::kFail,
-       "ValueError: CrossShardOptimizer must be used for model training on TPUs."},
-      {"builtin:device_busy", FC::kDeviceBusy, RA::kResetAndRestart,
-       "RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by "
-       "process with pid 2718466. Not attempting to load libtpu.so in this process. (set "
-       "JAX_PLATFORMS='' to automatically choose an available backend)"},
-      {"builtin:device_busy", FC::kDeviceBusy, RA::kResetAndRestart,
-       "I0000 00:00:1649423660.053391 1924758 f236.cc:165] libtpu.so already in use by another "
-       "process probably owned by another user. Run \"$ sudo lsof -w /dev/accel0\" to figure out "
-       "which process is using the TPU. Not attempting to load libtpu.so in this process."},
-      {"builtin:device_busy", FC::kDeviceBusy, RA::kResetAndRestart,
-       "If you are sure no other process is using the TPU, run \"$ sudo rm /tmp/libtpu_lockfile\"."},
-      {"builtin:device_busy", FC::kDeviceBusy, RA::kResetAndRestart,
-       "RuntimeError: Unable to initialize backend 'tpu': INTERNAL: TPU initialization failed: "
-       "open(/dev/vfio/0): Device or resource busy; Couldn't open iommu group /dev/vfio/0"},
-      {"builtin:hardware", FC::kHardware, RA::kResetAndRestart,
-       "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Core halted unexpectedly: INTERNAL: "
-       "Accelerator device halted prematurely, perhaps due to an on-device check-failure. Node 0 "
-       "halted unexpectedly at tag:pc TensorCoreSequencer:1:0x1d9 (from "
-       "TensorCoreSequencer:1:0x1c4): observed errors are: [Hardware]"},
-      // An absl fatal line, but the halt decides: hardware outranks crash.
-      {"builtin:hardware", FC::kHardware, RA::kResetAndRestart,
-       "F0000 00:00:1717141650.890307    9276 pjrt_computation_client.cc:487] Non-OK-status: status "
-       "status: INTERNAL: Core halted unexpectedly: INTERNAL: Accelerator device halted prematurely, "
-       "perhaps due to an on-device check-failure. Node 0 halted unexpectedly at tag:pc "
-       "TensorCoreSequencer:887:0x6f1"},
-      {"builtin:hardware", FC::kHardware, RA::kResetAndRestart,
-       "ERROR:tensorflow:Error recorded from training_loop: From /job:worker/replica:0/task:0: Core "
-       "halted unexpectedly:"},
-      {"builtin:deadline_exceeded", FC::kDeadlineExceeded, RA::kResetAndRestart,
-       "tensorflow.python.framework.errors_impl.DeadlineExceededError: Deadline Exceeded"},
-      {"builtin:deadline_exceeded", FC::kDeadlineExceeded, RA::kResetAndRestart,
-       "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: "
-       "PjRT_Client_Connect. Timed out task names: /job:jax_worker/replica:0/task:1"},
-      // Says UNAVAILABLE too, but a heartbeat timeout is a deadline (reset first).
-      {"builtin:deadline_exceeded", FC::kDeadlineExceeded, RA::kResetAndRestart,
-       "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/"
-       "coordination_service.cc:1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in "
-       "coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:0 heartbeat timeout. "
-       "This indicates that the remote task has failed, got preempted, or crashed unexpectedly."},
-      {"builtin:connection", FC::kConnection, RA::kRestart,
-       "grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with: status = "
-       "StatusCode.UNAVAILABLE details = \"failed to connect to all addresses\">"},
-      {"builtin:connection", FC::kConnection, RA::kRestart,
-       "tensorflow.python.framework.errors_impl.UnavailableError: Socket closed"},
-      {"builtin:connection", FC::kConnection, RA::kRestart,
-       "jaxlib.xla_extension.XlaRuntimeError: UNAVAILABLE: Connection reset by peer"},
-      {"builtin:cpu_fallback", FC::kCpuFallback, RA::kRestart,
-       "WARNING:root:Defaulting to PJRT_DEVICE=CPU"},
-      {"builtin:cpu_fallback", FC::kCpuFallback, RA::kRestart,
-       "WARNING:absl:No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun "
-       "for more info.)"},
-      {"builtin:cpu_fallback", FC::kCpuFallback, RA::kRestart,
-       "WARNING:2024-06-25 00:34:55,143:jax._src.xla_bridge:940: A Google TPU may be present on "
-       "this machine, but either a TPU-enabled jaxlib or libtpu is not installed. Falling back to "
-       "cpu."},
-      {"builtin:crash", FC::kCrash, RA::kRestart,
-       "F0410 12:00:01.123456   31337 tpu_compile_op.cc:55] Check failed: shape.rank() == 2 (3 vs. 2)"},
-      {"builtin:crash", FC::kCrash, RA::kRestart, "*** Check failure stack trace: ***"},
-      {"builtin:crash", FC::kCrash, RA::kRestart,
-       "F0000 00:00:1708382221.197251   23274 pjrt_registry.cc:117] Non-OK-status: "
-       "pjrt::LoadPjrtPlugin(\"tpu\", tpu_library_path).status() status: ALREADY_EXISTS: PJRT_Api "
-       "already exists for device type tpu"},
-      {"builtin:crash", FC::kCrash, RA::kRestart,
-       "  0%|          | 1/7800 [00:01<2:37:37,  1.21s/it]F0000 00:00:1717141650.890307    9276 "
-       "pjrt_computation_client.cc:487] Non-OK-status: status status: INTERNAL: invalid program"},
-      {"builtin:crash", FC::kCrash, RA::kRestart,
-       "*** SIGSEGV (@0x10), see gl__________43#s15 received by PID 2260154 (TID 2260154) on cpu "
-       "10; stack trace: ***"},
-  };
-  return *cases;
-}
-
-TEST_CASE("Classifier: each built-in signature classifies its real error line", "[classify]") {
-  const auto classifier = MakeClassifier();
-  for (const SignatureCase& c : SignatureCases()) {
-    INFO(c.line);
-    const Classification verdict = ClassifyLines({"step=7 loss=2.31", c.line}, classifier);
-    CHECK(verdict.rule == c.rule);
-    CHECK(FailureClassName(verdict.failure_class) == std::string(FailureClassName(c.failure_class)));
-    CHECK(RecoveryActionName(verdict.action) == std::string(RecoveryActionName(c.action)));
-    CHECK(verdict.matched_line == c.line);
-    CHECK_FALSE(verdict.hint.empty());
-  }
-}
-
-TEST_CASE("Classifier: every built-in rule has a real-line test case", "[classify]") {
-  std::set<std::string> covered;
-  for (const SignatureCase& c : SignatureCases()) covered.insert(c.rule);
-  for (const BuiltinRule& builtin : BuiltinRules()) {
-    INFO(builtin.name);
-    CHECK(covered.count("builtin:" + builtin.name) == 1);
-  }
-}
+using testing::ClassifyBlock;
+using testing::ClassifyLines;
+using testing::ExitCode;
+using testing::KilledBy;
+using testing::MakeClassifier;
 
 TEST_CASE("Classifier: ordinary training output matches no rule", "[classify]") {
   const std::vector<std::string> lines = {
@@ -224,19 +63,6 @@ TEST_CASE("Classifier: HBM OOM followed by the Check failed abort it causes is h
   }
 }
 
-TEST_CASE("Classifier: a more important rule seen later wins, the winner's last line is reported",
-          "[classify]") {
-  const Classification verdict = ClassifyLines({
-      "E0410 grpc: UNAVAILABLE: failed to connect to all addresses",
-      "DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: first",
-      "E0410 grpc: UNAVAILABLE: Socket closed",
-      "DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: second",
-      "step=101 loss=0.22",
-  });
-  CHECK(verdict.failure_class == FailureClass::kDeadlineExceeded);
-  CHECK(verdict.matched_line == "DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: second");
-}
-
 TEST_CASE("Classifier: a user rule outranks the built-in rules", "[classify]") {
   const auto classifier = MakeClassifier({
       {"DeadlineExceededError", FailureClass::kUserError, RecoveryAction::kFail,
@@ -260,7 +86,10 @@ TEST_CASE("Classifier: a user rule outranks the built-in rules", "[classify]") {
   CHECK(verdict.rule == "user:1");
 }
 
-TEST_CASE("Classifier: after rule 0 matched, its last matching line is still reported", "[classify]") {
+// The first line of a burst is its cause, so it is the one reported (it was
+// the last line before issue 11, which made bursts report their consequences).
+TEST_CASE("Classifier: after user rule 0 matched, its first line is reported and the line counted",
+          "[classify]") {
   const auto classifier = MakeClassifier(
       {{"FATAL-INPUT", FailureClass::kUserError, RecoveryAction::kFail, "bad input"}});
   AttemptScanner scanner(classifier);
@@ -270,7 +99,9 @@ TEST_CASE("Classifier: after rule 0 matched, its last matching line is still rep
   scanner.ScanLine("step=3 loss=1.0");
   const Classification verdict = scanner.Classify(KilledBy(SIGABRT), true);
   CHECK(verdict.rule == "user:0");
-  CHECK(verdict.matched_line == "FATAL-INPUT shard 2");
+  CHECK(verdict.matched_line == "FATAL-INPUT shard 1");
+  CHECK(verdict.matched_line_number == 1);
+  CHECK(scanner.lines_scanned() == 4);
 }
 
 TEST_CASE("Classifier: a bad user regex is InvalidArgument naming the rule and RE2's error",
@@ -391,14 +222,6 @@ TEST_CASE("Classifier: class and action names round-trip", "[classify]") {
 }
 
 
-// What launchers deliver: blocks of lines, each ending in '\n'.
-Classification ClassifyBlock(const std::string& block,
-                             std::shared_ptr<const FailureClassifier> classifier = MakeClassifier()) {
-  AttemptScanner scanner(std::move(classifier));
-  scanner.ScanLines(block);
-  return scanner.Classify(ExitCode(1), /*hung=*/false);
-}
-
 TEST_CASE("Classifier: a block of lines gets the verdict its lines get one by one", "[classifier]") {
   const std::vector<std::string> lines = {
       "step=100 loss=0.5",
@@ -425,6 +248,40 @@ TEST_CASE("Classifier: ^ and $ in a rule anchor at line boundaries inside a bloc
   CHECK(verdict.rule == "user:0");
   CHECK(verdict.matched_line == "FATAL");
   CHECK(ClassifyBlock("ok\nnot FATAL here\n", classifier).rule == "exit:code 1");
+}
+
+TEST_CASE("Classifier: line numbers count every line, also those of blocks no rule can match",
+          "[classifier]") {
+  AttemptScanner scanner(MakeClassifier());
+  scanner.ScanLines("step=1 loss=2.0\nstep=2 loss=1.9\nstep=3 loss=1.8\n");
+  scanner.ScanLine("step=4 loss=1.7");
+  scanner.ScanLines("DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: x\nstep=5");  // No final '\n'.
+  CHECK(scanner.lines_scanned() == 6);
+  const Classification verdict = scanner.Classify(ExitCode(1), false);
+  CHECK(verdict.rule == "builtin:coordination_timeout");
+  CHECK(verdict.matched_line_number == 5);
+}
+
+TEST_CASE("Classifier: line numbers stay exact across long blocks passed over", "[classifier]") {
+  std::string block;
+  for (int i = 0; i < 5000; ++i) block += "step=" + std::to_string(i % 10) + "\n";  // ~35 KB.
+  AttemptScanner scanner(MakeClassifier());
+  scanner.ScanLines(block);
+  scanner.ScanLines(block.substr(0, 21) + "Socket closed\n");  // 3 lines, then the match.
+  CHECK(scanner.lines_scanned() == 5004);
+  CHECK(scanner.Classify(ExitCode(1), false).matched_line_number == 5004);
+}
+
+TEST_CASE("Classifier: a user rule still sees a line the built-in rules take for a lookalike",
+          "[classifier]") {
+  const std::string slow =
+      "2022-10-15 18:07:41.780474: W external/org_tensorflow/tensorflow/compiler/xla/python/tpu_driver/"
+      "client/tpu_client.cc:617] TPU Execute is taking a long time. This might be due to a deadlock "
+      "between multiple TPU cores or a very slow program.";
+  CHECK(ClassifyLines({slow}).rule == "exit:code 1");
+  const auto classifier =
+      MakeClassifier({{"taking a long time", FailureClass::kHang, RecoveryAction::kResetAndRestart, ""}});
+  CHECK(ClassifyLines({slow}, classifier).rule == "user:0");
 }
 
 TEST_CASE("Classifier: a block no rule matches is passed over, text-anchored rules force line by line",

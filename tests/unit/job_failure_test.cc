@@ -155,7 +155,8 @@ TEST_CASE("Job: preemptions never count against max_restarts", "[job][budget]") 
   Harness h(spec);
   REQUIRE(h.job->Start("test").ok());
   for (int i = 0; i < 5; ++i) {
-    h.launcher.Print("This may be due to a preemption of a connected worker or parameter server.");
+    h.launcher.Print("WARNING:tensorflow:TPU node my-tpu reached an unrecoverable state PREEMPTED, "
+                     "terminating the session now.");
     h.launcher.Exit(1);
     REQUIRE(h.job->state() == JobState::kBackoff);
     CHECK_FALSE(h.job->Snapshot().last_incident->counted);
@@ -166,6 +167,25 @@ TEST_CASE("Job: preemptions never count against max_restarts", "[job][budget]") 
   h.clock.AdvanceSeconds(10);
   h.launcher.Exit(1);  // ...and the next one exhausts it.
   CHECK(h.job->state() == JobState::kFailed);
+}
+
+// TF's "preemption of a connected worker" is printed when the TPU server
+// cannot be reached (Cloud TPU troubleshooting guide): a wrong address must
+// use up the budget instead of restarting forever as a preemption would.
+TEST_CASE("Job: TF's \"preemption of a connected worker\" counts against max_restarts", "[job][budget]") {
+  JobSpec spec = Harness::DefaultSpec();
+  spec.restart.max_restarts = 1;
+  Harness h(spec);
+  REQUIRE(h.job->Start("test").ok());
+  for (int i = 0; i < 2; ++i) {
+    h.launcher.Print("INFO:tensorflow:An error was raised. This may be due to a preemption in a "
+                     "connected worker or parameter server. The current session will be closed.");
+    h.launcher.Exit(1);
+    CHECK(h.job->Snapshot().last_incident->failure.failure_class == FailureClass::kConnection);
+    h.clock.AdvanceSeconds(10);
+  }
+  CHECK(h.job->state() == JobState::kFailed);
+  CHECK(h.job->Snapshot().last_incident->counted);
 }
 
 TEST_CASE("Job: a maintenance notice sends the checkpoint signal, the exit waits out the event, uncounted", "[job][maintenance]") {
