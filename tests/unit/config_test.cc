@@ -262,6 +262,16 @@ TEST_CASE("Config: bad top-level values and YAML syntax name file and line", "[c
              StartsWith(StrCat(file, ":3: expected one YAML document, found 2")));
 }
 
+TEST_CASE("Config: a ',' outside any flow collection is an error, not a parse that never ends", "[config]") {
+  // yaml-cpp 0.7's LoadAll loops for ever on these (found by tests/fuzz/fuzz_config).
+  for (const char* text : {",", "\"s\",", ", x", "name: a\ncommand: [a]\n---\n,"}) {
+    INFO(text);
+    absl::StatusOr<JobSpec> spec = ParseJobSpec(text, "r", "/");
+    REQUIRE_FALSE(spec.ok());
+    CHECK_THAT(std::string(spec.status().message()), StartsWith("r:"));
+  }
+}
+
 TEST_CASE("Config: a missing config file is NotFound", "[config]") {
   TempDir dir;
   absl::StatusOr<DaemonConfig> config = LoadDaemonConfig(dir.path() / "absent.yaml");
