@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/shim/json_fields.h"
 
 namespace tpud::shim {
 namespace {
@@ -139,26 +140,26 @@ absl::StatusOr<LaunchSpec> ParseSpecJson(std::string_view text, const std::strin
   try {
     LaunchSpec spec;
     spec.job = parsed->value("job", std::string());
-    spec.attempt = parsed->value("attempt", 0);
+    spec.attempt = IntField<int>(*parsed, "attempt", 0);
     spec.argv = parsed->at("argv").get<std::vector<std::string>>();
     spec.env = parsed->value("env", std::map<std::string, std::string>());
     spec.working_dir = parsed->at("working_dir").get<std::string>();
     spec.log_path = parsed->at("log_path").get<std::string>();
-    spec.log_max_bytes = parsed->value("log_max_bytes", spec.log_max_bytes);
-    spec.log_backups = parsed->value("log_backups", spec.log_backups);
+    spec.log_max_bytes = IntField<std::uint64_t>(*parsed, "log_max_bytes", spec.log_max_bytes);
+    spec.log_backups = IntField<int>(*parsed, "log_backups", spec.log_backups);
     spec.cgroup = parsed->value("cgroup", std::string());
     if (parsed->contains("run_as") && parsed->at("run_as").is_object()) {
       const json& who = parsed->at("run_as");
       RunAs run_as;
-      run_as.uid = who.at("uid").get<std::uint32_t>();
-      run_as.gid = who.at("gid").get<std::uint32_t>();
-      run_as.groups = who.value("groups", std::vector<std::uint32_t>());
+      run_as.uid = IntField<std::uint32_t>(who, "uid");
+      run_as.gid = IntField<std::uint32_t>(who, "gid");
+      run_as.groups = IntListField<std::uint32_t>(who, "groups");
       run_as.user = who.value("user", std::string());
       run_as.home = who.value("home", std::string("/"));
       spec.run_as = std::move(run_as);
     }
     return spec;
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json::exception, or IntField's invalid_argument.
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.what()));
   }
 }
@@ -184,14 +185,14 @@ absl::StatusOr<ShimState> ParseStateJson(std::string_view text, const std::strin
   if (!parsed.ok()) return parsed.status();
   try {
     ShimState state;
-    state.protocol = parsed->value("protocol", 0);
-    state.shim_pid = parsed->value("shim_pid", -1);
-    state.trainer_pid = parsed->at("trainer_pid").get<int>();
-    state.shim_start_ticks = parsed->value("shim_start_ticks", std::uint64_t{0});
-    state.trainer_start_ticks = parsed->value("trainer_start_ticks", std::uint64_t{0});
+    state.protocol = IntField<int>(*parsed, "protocol", 0);
+    state.shim_pid = IntField<int>(*parsed, "shim_pid", -1);
+    state.trainer_pid = IntField<int>(*parsed, "trainer_pid");
+    state.shim_start_ticks = IntField<std::uint64_t>(*parsed, "shim_start_ticks", 0);
+    state.trainer_start_ticks = IntField<std::uint64_t>(*parsed, "trainer_start_ticks", 0);
     state.cgroup = parsed->value("cgroup", std::string());
     return state;
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json::exception, or IntField's invalid_argument.
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.what()));
   }
 }

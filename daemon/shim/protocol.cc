@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/shim/json_fields.h"
 
 namespace tpud::shim {
 namespace {
@@ -75,16 +76,16 @@ std::string ExitStatusToJson(const ExitStatus& status, int trainer_pid) {
 absl::StatusOr<ExitStatus> ExitStatusFromJson(std::string_view text, int* trainer_pid) {
   const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   try {
-    if (parsed.is_object() && parsed.at("code").is_number_integer()) {
+    if (parsed.is_object() && parsed.contains("code")) {
       ExitStatus status;
-      status.code = parsed.at("code").get<int>();
-      status.signal = parsed.value("signal", 0);
+      status.code = IntField<int>(parsed, "code");
+      status.signal = IntField<int>(parsed, "signal", 0);
       status.core_dumped = parsed.value("core_dumped", false);
       status.spawn_error = parsed.value("spawn_error", std::string());
-      if (trainer_pid != nullptr) *trainer_pid = parsed.value("trainer_pid", -1);
+      if (trainer_pid != nullptr) *trainer_pid = IntField<int>(parsed, "trainer_pid", -1);
       return status;
     }
-  } catch (const json::exception&) {
+  } catch (const std::exception&) {  // json::exception, or IntField's invalid_argument.
     // Reported below.
   }
   return absl::InvalidArgumentError(
@@ -97,8 +98,12 @@ std::string LogHealthToJson(const LogHealth& health) {
 
 absl::StatusOr<LogHealth> LogHealthFromJson(std::string_view text) {
   const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_object() && parsed.contains("dropped_bytes") && parsed["dropped_bytes"].is_number_unsigned()) {
-    return LogHealth{parsed["dropped_bytes"].get<std::uint64_t>(), parsed.value("dropping", false)};
+  try {
+    if (parsed.is_object()) {
+      return LogHealth{IntField<std::uint64_t>(parsed, "dropped_bytes"), parsed.value("dropping", false)};
+    }
+  } catch (const std::exception&) {  // json::exception, or IntField's invalid_argument.
+    // Reported below.
   }
   return absl::InvalidArgumentError(absl::StrCat("not a log health report: ", std::string(text.substr(0, 200))));
 }
@@ -122,19 +127,19 @@ absl::StatusOr<ShimReady> ParseReadyReport(std::string_view report) {
     const std::optional<json> line = LastJsonLine(report);
     if (line && line->contains("ready")) {
       const json& ready = line->at("ready");
-      ShimReady parsed{ready.value("shim_pid", -1), ready.value("trainer_pid", -1)};
+      ShimReady parsed{IntField<int>(ready, "shim_pid", -1), IntField<int>(ready, "trainer_pid", -1)};
       if (parsed.trainer_pid > 0) return parsed;
     }
     if (line && line->contains("error")) {
       const json& error = line->at("error");
-      int code = error.value("code", 0);
+      int code = IntField<int>(error, "code", 0);
       if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
         code = static_cast<int>(absl::StatusCode::kInternal);  // Never "OK" with an error.
       }
       return absl::Status(static_cast<absl::StatusCode>(code),
                           error.value("message", std::string("tpud-shim: unknown error")));
     }
-  } catch (const json::exception&) {
+  } catch (const std::exception&) {  // json::exception, or IntField's invalid_argument.
     // A malformed report is reported below, with its text.
   }
   return absl::InternalError(

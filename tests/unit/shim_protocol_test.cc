@@ -1,6 +1,7 @@
 // The pure logic of tpud-shim: its output buffer and its wire protocol.
 #include <catch2/catch.hpp>
 
+#include "daemon/shim/attempt_dir.h"
 #include "daemon/shim/output_buffer.h"
 #include "daemon/shim/protocol.h"
 
@@ -128,6 +129,27 @@ TEST_CASE("Shim protocol: the ready report is the last JSON line, errors keep co
   CHECK(std::string(crashed.status().message()).find("terminate called") != std::string::npos);
   // An "error" claiming code 0 (OK) must still be an error.
   CHECK_FALSE(ParseReadyReport("{\"error\":{\"code\":0,\"message\":\"m\"}}").ok());
+}
+
+}  // namespace
+}  // namespace tpud::shim
+
+namespace tpud::shim {
+namespace {
+
+TEST_CASE("Shim files: numbers out of range or not integers are errors, never a cast", "[shim]") {
+  // Found by tests/fuzz/fuzz_shim_protocol: 3e33 as a supplementary group id.
+  CHECK_FALSE(ParseSpecJson(R"({"argv":["/bin/true"],"working_dir":"/","log_path":"/l",)"
+                            R"("run_as":{"uid":1,"gid":1,"groups":[3e33]}})", "spec.json").ok());
+  CHECK_FALSE(ParseSpecJson(R"({"argv":["/bin/true"],"working_dir":"/","log_path":"/l","attempt":1e300})",
+                            "spec.json").ok());
+  CHECK_FALSE(ParseStateJson(R"({"trainer_pid":-5e20})", "state.json").ok());
+  CHECK_FALSE(ExitStatusFromJson(R"({"code":1.5})").ok());
+  CHECK_FALSE(LogHealthFromJson(R"({"dropped_bytes":-1})").ok());
+  CHECK_FALSE(LogHealthFromJson(R"({"dropped_bytes":1,"dropping":"yes"})").ok());
+  absl::StatusOr<ShimState> state = ParseStateJson(R"({"trainer_pid":42,"trainer_start_ticks":18446744073709551615})", "s");
+  REQUIRE(state.ok());
+  CHECK(state->trainer_start_ticks == 18446744073709551615ull);
 }
 
 }  // namespace
