@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/shim/attempt_dir.h"
+#include "daemon/shim/wire/attempt_dir.h"
 
 namespace tpud {
 

@@ -18,10 +18,10 @@
 #include "daemon/app/systemd_notify.h"   // Issue 5: sd_notify.
 #include "daemon/app/metadata_link.h"
 #include "daemon/app/state_dir_lock.h"
-#include "daemon/launch/attempt_cgroup.h"
+#include "daemon/process/attempt_cgroup.h"
 #include "daemon/app/tpu_link.h"  // Issue 4: TPU resets and checks.
-#include "daemon/common/asio_clock.h"
-#include "daemon/common/run_on_loop.h"
+#include "daemon/core/asio_clock.h"
+#include "daemon/core/run_on_loop.h"
 #include "daemon/launch/local_launcher.h"
 #include "daemon/launch/shim_launcher.h"
 #include "daemon/metrics/metrics.h"

@@ -28,7 +28,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "daemon/config/config.h"
+#include "daemon/core/job_spec.h"
 
 namespace tpud {
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/classify/classifier.h"
 #include "daemon/classify/line_severity.h"
-#include "daemon/common/lines.h"
+#include "daemon/core/lines.h"
 
 namespace tpud {
 namespace {

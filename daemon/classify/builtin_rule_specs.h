@@ -6,7 +6,7 @@
 #include <span>
 
 #include "daemon/classify/builtin_rules.h"
-#include "daemon/classify/failure_rule.h"
+#include "daemon/core/failure_rule.h"
 
 namespace tpud::builtin_rules {
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/classify/failure_rule.h"
+#include "daemon/core/failure_rule.h"
 
 namespace tpud {
 

@@ -1,4 +1,5 @@
 #include "daemon/classify/classifier.h"
+#include "daemon/core/limits.h"
 
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -35,7 +36,6 @@ namespace {
 
 // Room for the set's lazily built DFA (RE2's default is 8 MiB), so many user
 // rules never exhaust it; if it does fill, Matches matches rule by rule.
-constexpr int64_t kMaxRegexpMemoryBytes = 64 << 20;
 
 RE2::Options RuleOptions() {
   RE2::Options options;

@@ -49,8 +49,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/classify/builtin_rules.h"
-#include "daemon/classify/failure_rule.h"
-#include "daemon/launch/launcher.h"
+#include "daemon/core/failure_rule.h"
+#include "daemon/core/exit_status.h"
 
 namespace tpud {
 

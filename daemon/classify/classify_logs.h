@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/classify/classifier.h"
-#include "daemon/launch/launcher.h"
+#include "daemon/core/exit_status.h"
 
 namespace tpud {
 

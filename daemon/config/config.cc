@@ -25,13 +25,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "daemon/common/text.h"
-#include "daemon/config/limits.h"
+#include "daemon/core/text.h"
+#include "daemon/core/limits.h"
 #include "daemon/config/socket_access.h"
 #include "daemon/config/tpu_section.h"
-#include "daemon/config/validate.h"
+#include "daemon/core/job_spec.h"
 #include "daemon/config/yaml_reader.h"
-#include "daemon/launch/launcher.h"
+#include "daemon/core/exit_status.h"
 
 namespace tpud {
 namespace {
@@ -219,7 +219,7 @@ void ParseJobNode(Reader& r, const YAML::Node& node, const YAML::Mark& mark, con
   ReadFailureRules(r, node, path, &spec->failure_rules);
   ReadSignal(r, node, path, "checkpoint_signal", &spec->checkpoint_signal);
   if (!r.ok()) return;
-  if (const MaybeViolation v = FindViolation(*spec)) {
+  if (const std::optional<SpecViolation> v = FindSpecViolation(*spec)) {
     r.Fail(MarkOf(node, mark, v->key), Join(path, v->key), v->reason);
   }
 }

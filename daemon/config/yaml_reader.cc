@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "daemon/common/text.h"
-#include "daemon/config/limits.h"
+#include "daemon/core/text.h"
+#include "daemon/core/limits.h"
 
 namespace tpud::config_internal {
 

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/common/clock.h"
+#include "daemon/core/clock.h"
 #include "daemon/gce/metadata_client.h"
 
 namespace tpud {

@@ -12,12 +12,13 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/launch/log_file.h"
-#include "daemon/launch/output_copier.h"
-#include "daemon/launch/attempt_cgroup.h"
-#include "daemon/launch/process_tree.h"
-#include "daemon/launch/spawn.h"
-#include "daemon/launch/sweeper.h"
+#include "daemon/process/log_file.h"
+#include "daemon/process/output_copier.h"
+#include "daemon/process/attempt_cgroup.h"
+#include "daemon/process/log_file.h"
+#include "daemon/process/process_tree.h"
+#include "daemon/process/spawn.h"
+#include "daemon/process/sweeper.h"
 
 namespace tpud {
 namespace asio = boost::asio;
@@ -127,23 +128,6 @@ class LocalAttempt final : public Attempt {
 };
 
 }  // namespace
-
-LaunchSpec WithAttemptCgroup(LaunchSpec spec, const std::filesystem::path& cgroup_root) {
-  if (cgroup_root.empty()) return spec;
-  absl::StatusOr<std::filesystem::path> cgroup = CreateAttemptCgroup(cgroup_root, spec.job, spec.attempt);
-  if (!cgroup.ok()) {
-    spdlog::warn("job {}: {}; attempt {} runs without a cgroup", spec.job, std::string(cgroup.status().message()),
-                 spec.attempt);
-    return spec;
-  }
-  spec.cgroup = *cgroup;
-  return spec;
-}
-
-std::optional<RotatingLogFile::Owner> LogOwner(const LaunchSpec& spec) {
-  if (!spec.run_as) return std::nullopt;
-  return RotatingLogFile::Owner{spec.run_as->uid, spec.run_as->gid};
-}
 
 absl::StatusOr<std::unique_ptr<Attempt>> LocalLauncher::Launch(const LaunchSpec& requested,
                                                                AttemptObserver* observer) {

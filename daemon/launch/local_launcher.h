@@ -5,7 +5,6 @@
 #include <boost/asio/io_context.hpp>
 
 #include "daemon/launch/launcher.h"
-#include "daemon/launch/log_file.h"
 
 namespace tpud {
 
@@ -34,13 +33,5 @@ class LocalLauncher final : public Launcher {
   boost::asio::io_context& io_;
   std::filesystem::path cgroup_root_;
 };
-
-// `spec` with its cgroup set to a fresh attempt cgroup under `cgroup_root`
-// (unchanged when the root is empty, or, with a warning, when the cgroup
-// cannot be made: the attempt then runs without one).
-LaunchSpec WithAttemptCgroup(LaunchSpec spec, const std::filesystem::path& cgroup_root);
-
-// The RotatingLogFile owner for `spec` (its run_as user), if any.
-std::optional<RotatingLogFile::Owner> LogOwner(const LaunchSpec& spec);
 
 }  // namespace tpud

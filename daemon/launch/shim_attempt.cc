@@ -12,9 +12,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/launch/attempt_cgroup.h"
-#include "daemon/launch/log_file.h"
-#include "daemon/launch/sweeper.h"
+#include "daemon/process/attempt_cgroup.h"
+#include "daemon/process/log_file.h"
+#include "daemon/process/sweeper.h"
 
 namespace tpud {
 namespace asio = boost::asio;

@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "daemon/launch/launcher.h"
-#include "daemon/launch/process_tree.h"
-#include "daemon/shim/attempt_dir.h"
-#include "daemon/shim/frame_stream.h"
+#include "daemon/process/process_tree.h"
+#include "daemon/shim/wire/attempt_dir.h"
+#include "daemon/shim/wire/frame_stream.h"
 
 namespace tpud {
 

@@ -10,12 +10,12 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/launch/attempt_cgroup.h"
+#include "daemon/process/attempt_cgroup.h"
 #include "daemon/launch/local_launcher.h"
 #include "daemon/launch/shim_attempt.h"
-#include "daemon/launch/spawn.h"
-#include "daemon/shim/attempt_dir.h"
-#include "daemon/shim/protocol.h"
+#include "daemon/process/spawn.h"
+#include "daemon/shim/wire/attempt_dir.h"
+#include "daemon/shim/wire/protocol.h"
 
 namespace tpud {
 namespace fs = std::filesystem;

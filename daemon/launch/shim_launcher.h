@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "daemon/launch/launcher.h"
-#include "daemon/shim/frame_stream.h"
+#include "daemon/shim/wire/frame_stream.h"
 
 namespace tpud {
 

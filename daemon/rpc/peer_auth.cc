@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/common/unix_groups.h"
+#include "daemon/core/unix_groups.h"
 
 namespace tpud {
 namespace {

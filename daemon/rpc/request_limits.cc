@@ -4,7 +4,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/config/limits.h"
+#include "daemon/core/limits.h"
 
 namespace tpud {
 namespace {
@@ -59,19 +59,6 @@ absl::Status CheckAdHoc(const v1::AdHocCommand& ad_hoc) {
 }
 
 }  // namespace
-
-absl::Status CheckJobName(const char* field, const std::string& name, bool required) {
-  static const LazyRE2 kName = {"[a-z0-9][a-z0-9_.-]{0,62}"};
-  if (name.empty()) {
-    return required ? absl::InvalidArgumentError(StrCat(field, ": required")) : absl::OkStatus();
-  }
-  if (name.size() > kMaxJobNameBytes) return TooLarge(field, name.size(), kMaxJobNameBytes, "bytes");
-  if (!RE2::FullMatch(name, *kName)) {
-    return absl::InvalidArgumentError(
-        StrCat(field, ": must match [a-z0-9][a-z0-9_.-]{0,62}, got ", Quote(name)));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckRequest(const v1::StartJobRequest& req) {
   if (absl::Status s = CheckSize(req); !s.ok()) return s;

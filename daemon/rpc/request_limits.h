@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "daemon/core/job_spec.h"
 #include "tpud/v1/tpud.pb.h"
 
 namespace tpud {
@@ -24,12 +25,8 @@ inline constexpr std::size_t kMaxTransportMessageBytes = 16 << 20;
 inline constexpr std::size_t kMaxRequestBytes = 4 << 20;
 // StartJobRequest.spec_yaml.
 inline constexpr std::size_t kMaxSpecYamlBytes = 256 << 10;
-// A job name: [a-z0-9][a-z0-9_.-]{0,62} (config/validate.cc), so 63 bytes.
-inline constexpr std::size_t kMaxJobNameBytes = 63;
 
-// `name` (the field is called `field` in the message) is a valid job name, or
-// empty when `required` is false.
-absl::Status CheckJobName(const char* field, const std::string& name, bool required);
+// Job names: CheckJobName in daemon/core/job_spec.h (the one rule).
 
 // Per request type: size, names, and (StartJob) the spec's counts and sizes.
 absl::Status CheckRequest(const v1::StartJobRequest& req);

@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/common/run_on_loop.h"
-#include "daemon/common/text.h"
-#include "daemon/launch/log_file.h"
+#include "daemon/core/run_on_loop.h"
+#include "daemon/core/text.h"
+#include "daemon/process/log_file.h"
 #include "daemon/rpc/convert.h"
 
 namespace tpud {
@@ -19,11 +19,7 @@ constexpr int kDefaultTailLines = 10;
 // large tail (100,000 lines) arrives as several messages, never as one too big.
 constexpr std::size_t kTailChunkBytes = 1 << 20;
 
-absl::Status RequireName(const std::string& name) {
-  if (name.empty()) return absl::InvalidArgumentError("name: required");
-  if (name.size() > 63) return absl::InvalidArgumentError("name: longer than 63 characters");
-  return absl::OkStatus();
-}
+absl::Status RequireName(const std::string& name) { return CheckJobName("name", name); }
 
 }  // namespace
 

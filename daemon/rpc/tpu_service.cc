@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/common/run_on_loop.h"
+#include "daemon/core/run_on_loop.h"
 #include "daemon/rpc/convert.h"
 #include "daemon/rpc/service.h"
 

@@ -14,11 +14,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/launch/local_launcher.h"
-#include "daemon/launch/process_tree.h"
-#include "daemon/launch/spawn.h"
-#include "daemon/shim/attempt_dir.h"
-#include "daemon/shim/protocol.h"
+#include "daemon/process/log_file.h"
+#include "daemon/process/process_tree.h"
+#include "daemon/process/spawn.h"
+#include "daemon/shim/wire/attempt_dir.h"
+#include "daemon/shim/wire/protocol.h"
 #include "daemon/shim/shim_server.h"
 
 namespace tpud::shim {

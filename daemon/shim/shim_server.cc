@@ -6,11 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/launch/attempt_cgroup.h"
-#include "daemon/launch/process_tree.h"
-#include "daemon/launch/spawn.h"
-#include "daemon/launch/sweeper.h"
-#include "daemon/shim/attempt_dir.h"
+#include "daemon/process/attempt_cgroup.h"
+#include "daemon/process/process_tree.h"
+#include "daemon/process/spawn.h"
+#include "daemon/process/sweeper.h"
+#include "daemon/shim/wire/attempt_dir.h"
 
 namespace tpud::shim {
 namespace asio = boost::asio;

@@ -10,10 +10,10 @@
 #include <memory>
 #include <optional>
 
-#include "daemon/launch/launcher.h"
-#include "daemon/launch/log_file.h"
-#include "daemon/launch/output_copier.h"
-#include "daemon/shim/frame_stream.h"
+#include "daemon/core/exit_status.h"
+#include "daemon/process/log_file.h"
+#include "daemon/process/output_copier.h"
+#include "daemon/shim/wire/frame_stream.h"
 #include "daemon/shim/output_buffer.h"
 
 namespace tpud::shim {

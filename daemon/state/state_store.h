@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "daemon/launch/launcher.h"
+#include "daemon/core/exit_status.h"
 
 namespace tpud {
 

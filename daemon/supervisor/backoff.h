@@ -1,7 +1,7 @@
 // The restart delay: exponential, capped, with jitter.
 #pragma once
 
-#include "daemon/common/clock.h"
+#include "daemon/core/clock.h"
 #include "daemon/config/config.h"
 
 namespace tpud {

@@ -53,7 +53,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/common/clock.h"
+#include "daemon/core/clock.h"
 
 namespace tpud {
 

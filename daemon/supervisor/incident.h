@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "daemon/classify/failure_rule.h"
-#include "daemon/common/clock.h"
+#include "daemon/core/failure_rule.h"
+#include "daemon/core/clock.h"
 #include "daemon/launch/launcher.h"
 
 namespace tpud {

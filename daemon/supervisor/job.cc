@@ -8,12 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "daemon/supervisor/backoff.h"
-#include "daemon/supervisor/job_internal.h"
+#include "daemon/core/durations.h"
 
 namespace tpud {
 
-using job_internal::FormatSeconds;
-using job_internal::ToNanos;
 
 std::vector<std::string> ExpandResumeArgs(const std::vector<std::string>& args,
                                           const CheckpointRef& checkpoint) {

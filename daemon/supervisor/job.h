@@ -12,13 +12,14 @@
 #include "absl/status/statusor.h"
 #include "daemon/checkpoint/checkpoint.h"
 #include "daemon/classify/classifier.h"
-#include "daemon/common/clock.h"
+#include "daemon/core/clock.h"
 #include "daemon/config/config.h"
 #include "daemon/launch/launcher.h"
 #include "daemon/supervisor/goodput.h"
 #include "daemon/supervisor/incident.h"
 #include "daemon/supervisor/job_state.h"
 #include "daemon/supervisor/progress.h"
+#include "daemon/tpu/reset_request.h"
 
 namespace re2 {
 class RE2;
@@ -110,25 +111,6 @@ class JobListener {
   // Something a restarted tpud needs changed without a state change (a stop
   // signal sent, a TPU reset finished, a new backoff deadline).
   virtual void OnJobUpdated(const std::string& job) {}
-};
-
-// A TPU reset asked for by a failed attempt (issue: reset the TPU).
-struct TpuResetRequest {
-  std::string job;
-  FailureClass failure_class = FailureClass::kUnknown;  // Picks the rung: local, node, start.
-  std::vector<int> spare_pgids;  // Process groups the reset must not signal.
-};
-struct TpuResetResult {
-  bool attempted = false;  // False: no backend, or nothing to do for this class.
-  std::string backend;     // "api", "gcloud", "local".
-  Seconds duration{0};
-  absl::Status status;     // Ok, or why the reset failed (the restart goes ahead anyway).
-};
-
-// The checks made right before each attempt (issue 4: preflight).
-struct PreflightVerdict {
-  absl::Status status;                    // OK: launch. Else why not, e.g. "node: node state PREEMPTED".
-  std::optional<FailureClass> reset_for;  // A TPU reset (reset_tpu, this class) that may fix it.
 };
 
 // What a Job needs from the outside; all must outlive the Job.

@@ -7,12 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/supervisor/backoff.h"
 #include "daemon/supervisor/job.h"
-#include "daemon/supervisor/job_internal.h"
+#include "daemon/core/durations.h"
 
 namespace tpud {
 
-using job_internal::FormatSeconds;
-using job_internal::ToNanos;
 
 namespace {
 

@@ -8,8 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/common/durations.h"
-#include "daemon/common/lines.h"
+#include "daemon/core/durations.h"
+#include "daemon/core/lines.h"
 
 namespace tpud {
 namespace {
@@ -23,43 +23,7 @@ std::optional<std::int64_t> ParseStep(std::string_view digits) {
 
 Seconds ToSeconds(double s) { return Seconds(s); }
 
-absl::Status CheckNonNegative(const char* key, double value) {
-  return CheckDurationSeconds(absl::StrCat("progress.", key), value);
-}
-
-absl::Status CheckLearning(const ProgressSpec& spec) {
-  if (!spec.learn_timeout) return absl::OkStatus();
-  if (spec.safety_factor < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("progress.safety_factor: must be >= 1, got ", spec.safety_factor));
-  }
-  if (spec.min_steps < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("progress.min_steps: must be >= 1, got ", spec.min_steps));
-  }
-  if (spec.regex.empty() && spec.heartbeat_file.empty()) {
-    return absl::InvalidArgumentError(
-        "progress.learn_timeout: needs progress.regex or progress.heartbeat_file "
-        "(arbitrary output is too noisy to learn step intervals from)");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::Status ValidateProgressSpec(const ProgressSpec& spec) {
-  if (!spec.regex.empty()) {
-    RE2 re(spec.regex, RE2::Quiet);
-    if (!re.ok()) return absl::InvalidArgumentError(absl::StrCat("progress.regex: ", re.error()));
-  }
-  if (!spec.restore_regex.empty()) {
-    RE2 re(spec.restore_regex, RE2::Quiet);
-    if (!re.ok()) return absl::InvalidArgumentError(absl::StrCat("progress.restore_regex: ", re.error()));
-  }
-  if (absl::Status s = CheckNonNegative("startup_grace_seconds", spec.startup_grace_seconds); !s.ok())
-    return s;
-  if (absl::Status s = CheckNonNegative("timeout_seconds", spec.timeout_seconds); !s.ok()) return s;
-  return CheckLearning(spec);
-}
 
 absl::StatusOr<ProgressTracker> ProgressTracker::Create(const ProgressSpec& spec, SteadyTime attempt_start) {
   if (absl::Status s = ValidateProgressSpec(spec); !s.ok()) return s;

@@ -53,8 +53,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
-#include "daemon/config/config.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/job_spec.h"
 
 namespace re2 {
 class RE2;
@@ -66,12 +66,7 @@ namespace tpud {
 // hung after half a second of GC pause or log buffering.
 inline constexpr Seconds kMinLearnedTimeout{10.0};
 
-// Checks a spec (even when not configured, since it may be later). Errors are
-// InvalidArgument naming the key: `progress.regex: <RE2 error>` (likewise
-// progress.restore_regex), negative
-// seconds, safety_factor < 1, min_steps < 1, and learn_timeout with neither a
-// regex nor a heartbeat_file (arbitrary output is too noisy to learn from).
-absl::Status ValidateProgressSpec(const ProgressSpec& spec);
+// The spec's own rules: ValidateProgressSpec in daemon/core/job_spec.h.
 
 // Progress and the hang deadline of one attempt. See the file comment.
 class ProgressTracker {

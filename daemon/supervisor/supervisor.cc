@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/checkpoint/checkpoint.h"
-#include "daemon/common/text.h"
-#include "daemon/common/unix_groups.h"
-#include "daemon/launch/run_as.h"
+#include "daemon/core/text.h"
+#include "daemon/core/unix_groups.h"
+#include "daemon/process/run_as.h"
 #include "daemon/supervisor/persistence.h"
 
 namespace tpud {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/launch/launcher.h"
+#include "daemon/core/exit_status.h"
 #include "daemon/tpu/wait_clock.h"
 
 namespace tpud {

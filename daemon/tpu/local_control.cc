@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/launch/launcher.h"
+#include "daemon/core/exit_status.h"
 
 namespace tpud {
 namespace {

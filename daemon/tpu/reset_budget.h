@@ -6,8 +6,8 @@
 #include <deque>
 #include <optional>
 
-#include "daemon/common/clock.h"
-#include "daemon/tpu/tpu_config.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/tpu_config.h"
 
 namespace tpud {
 

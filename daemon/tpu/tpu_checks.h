@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/classify/failure_rule.h"
+#include "daemon/core/failure_rule.h"
 #include "daemon/tpu/device_holders.h"
 #include "daemon/tpu/tpu_control.h"
 

@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/gce/http_client.h"
 #include "daemon/gce/metadata_client.h"
-#include "daemon/tpu/tpu_config.h"
+#include "daemon/core/tpu_config.h"
 #include "daemon/tpu/wait_clock.h"
 
 namespace tpud {

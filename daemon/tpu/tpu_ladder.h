@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/classify/failure_rule.h"
+#include "daemon/core/failure_rule.h"
 #include "daemon/tpu/tpu_control.h"
 
 namespace tpud {

@@ -8,7 +8,8 @@
 
 #include <vector>
 
-#include "daemon/supervisor/job.h"
+#include "daemon/core/job_spec.h"
+#include "daemon/tpu/reset_request.h"
 #include "daemon/tpu/local_control.h"
 #include "daemon/tpu/tpu_checks.h"
 #include "daemon/tpu/tpu_recovery.h"

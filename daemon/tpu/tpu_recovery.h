@@ -6,7 +6,7 @@
 // request order, never on the event loop. Results are posted back to the
 // io_context, so `done` callbacks run on the loop thread.
 //
-// Plugs into JobDeps::reset_tpu (daemon/supervisor/job.h) through
+// Plugs into JobDeps::reset_tpu (the supervisor's Job) through
 // Supervisor::SetTpuReset.
 #pragma once
 
@@ -23,7 +23,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/supervisor/job.h"
+#include "daemon/core/job_spec.h"
+#include "daemon/tpu/reset_request.h"
 #include "daemon/tpu/reset_budget.h"
 #include "daemon/tpu/tpu_control.h"
 #include "daemon/tpu/tpu_ladder.h"

@@ -54,14 +54,5 @@ absl::Status Deadline::SleepAtMost(std::chrono::nanoseconds duration, CancelToke
   return clock_->Sleep(std::min(duration, Remaining()), cancel);
 }
 
-std::string FormatSeconds(Seconds s) {
-  char text[32];
-  if (s.count() >= 10 || s.count() == static_cast<long long>(s.count())) {
-    std::snprintf(text, sizeof text, "%.0f s", s.count());
-  } else {
-    std::snprintf(text, sizeof text, "%.1f s", s.count());
-  }
-  return text;
-}
 
 }  // namespace tpud

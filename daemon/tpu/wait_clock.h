@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "daemon/common/clock.h"
-#include "daemon/common/durations.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/durations.h"
 #include "daemon/gce/http_client.h"
 
 namespace tpud {
@@ -56,7 +56,5 @@ class Deadline {
   SteadyTime end_;
 };
 
-// "12 s", "0.3 s": a duration for messages.
-std::string FormatSeconds(Seconds s);
 
 }  // namespace tpud

@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "daemon/common/clock.h"
+#include "daemon/core/clock.h"
 
 namespace tpud::testing {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "daemon/classify/classifier.h"
-#include "daemon/common/lines.h"
+#include "daemon/core/lines.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::shared_ptr<const tpud::FailureClassifier> classifier = *tpud::FailureClassifier::Create({});

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/launch/log_file.h"
-#include "daemon/shim/attempt_dir.h"
-#include "daemon/shim/protocol.h"
+#include "daemon/process/log_file.h"
+#include "daemon/shim/wire/attempt_dir.h"
+#include "daemon/shim/wire/protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

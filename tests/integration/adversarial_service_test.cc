@@ -334,8 +334,7 @@ TEST_CASE("Adversarial: echoed values are truncated, deep YAML nesting names its
   const CommandResult huge = tpud.Tpuctl({"start", "-f", spec.string()});
   CHECK(huge.exit_code == 4);
   CHECK(huge.err.size() < 1000);
-  CHECK_THAT(huge.err, Contains("name: must match"));
-  CHECK_THAT(huge.err, Contains("(256000 bytes)"));
+  CHECK_THAT(huge.err, Contains("name: 256000 bytes, more than the limit of 63"));
   const fs::path deep = dir.WriteFile("deep.yaml", "name: deep\ncommand: [x]\nenv: " + std::string(5000, '[') +
                                                        std::string(5000, ']') + "\n");
   const CommandResult nested = tpud.Tpuctl({"start", "-f", deep.string()});

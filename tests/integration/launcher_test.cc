@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "daemon/launch/local_launcher.h"
-#include "daemon/launch/log_file.h"
+#include "daemon/process/log_file.h"
 
 namespace tpud {
 namespace {

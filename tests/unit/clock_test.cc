@@ -6,7 +6,7 @@
 #include <chrono>
 #include <vector>
 
-#include "daemon/common/asio_clock.h"
+#include "daemon/core/asio_clock.h"
 #include "tests/fakes/fake_clock.h"
 
 namespace tpud {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/launch/log_file.h"
+#include "daemon/process/log_file.h"
 
 namespace tpud {
 namespace {

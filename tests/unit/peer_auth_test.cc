@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon/common/unix_groups.h"
+#include "daemon/core/unix_groups.h"
 #include "daemon/config/config.h"
 #include "daemon/config/socket_access.h"
 #include "tests/fixtures/temp_dir.h"

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
-#include "daemon/common/durations.h"
-#include "daemon/common/text.h"
-#include "daemon/launch/process_tree.h"
+#include "daemon/core/durations.h"
+#include "daemon/core/text.h"
+#include "daemon/process/process_tree.h"
 
 namespace tpud {
 namespace {

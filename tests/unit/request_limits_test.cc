@@ -1,12 +1,12 @@
 // Control request limits (daemon/rpc/request_limits.h) and the job spec's
-// execve limits (daemon/config/limits.h, enforced by ValidateJobSpec).
+// execve limits (daemon/core/limits.h, enforced by ValidateJobSpec).
 #include "daemon/rpc/request_limits.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "daemon/config/config.h"
-#include "daemon/config/limits.h"
+#include "daemon/core/limits.h"
 
 namespace tpud {
 namespace {

@@ -1,9 +1,9 @@
 // The pure logic of tpud-shim: its output buffer and its wire protocol.
 #include <catch2/catch.hpp>
 
-#include "daemon/shim/attempt_dir.h"
+#include "daemon/shim/wire/attempt_dir.h"
 #include "daemon/shim/output_buffer.h"
-#include "daemon/shim/protocol.h"
+#include "daemon/shim/wire/protocol.h"
 
 namespace tpud::shim {
 namespace {

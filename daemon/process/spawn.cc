@@ -1,0 +1,247 @@
+#include "daemon/process/spawn.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// Boost.Process 1.74 offers bp::posix::use_vfork only where its config test
+// says vfork exists, a test written against the POSIX feature macros
+// (vfork left POSIX in 2008) that glibc's defaults fail; glibc has vfork.
+// This is the only translation unit that includes Boost.Process.
+#define BOOST_POSIX_HAS_VFORK 1
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace tpud {
+namespace bp = boost::process;
+
+namespace {
+
+constexpr int kPipeBytes = 1 << 20;
+
+// What the child must do that needs data: prepared by the parent before
+// vfork, read (never written) by the child.
+struct ChildPlan {
+  const char* cgroup_procs = nullptr;  // <cgroup>/cgroup.procs, or null.
+  const RunAs* run_as = nullptr;
+  const gid_t* groups = nullptr;       // run_as->groups as gid_t.
+  std::size_t group_count = 0;
+};
+
+// Runs in the child between vfork and exec, on the parent's memory: only
+// async-signal-safe calls, no allocation, no writes the parent would see
+// (except the executor's error, which is how a failure is reported).
+// Credentials are changed with raw syscalls: glibc's setuid() and friends
+// broadcast the change to every thread of the process (nptl's setxid), and
+// after vfork "every thread" is the parent's. The kernel keeps credentials per
+// thread, so the raw call changes this child alone.
+struct ChildSetup {
+  const ChildPlan* plan;
+
+  template <typename Executor>
+  void operator()(Executor& exec) const {
+    ::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);  // SIGPIPE was ignored.
+    // Nothing of the parent's (sockets, other jobs' pipes) leaks into the child.
+    ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+    if (plan->cgroup_procs != nullptr) {
+      // "0" moves the writing process (cgroup-v2.rst, cgroup.procs). Best
+      // effort: without it the attempt still has its process group.
+      const int fd = ::open(plan->cgroup_procs, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        (void)!::write(fd, "0", 1);
+        ::close(fd);
+      }
+    }
+    if (plan->run_as != nullptr && !DropPrivileges(*plan)) {
+      // Never exec with tpud's privileges. The message fits std::string's
+      // small buffer: set_error copies it without allocating.
+      exec.set_error(std::error_code(errno, std::system_category()), "set uid/gid");
+      ::_exit(127);
+    }
+  }
+
+  static bool DropPrivileges(const ChildPlan& plan) {
+    const RunAs& who = *plan.run_as;
+    return ::syscall(SYS_setgroups, plan.group_count, plan.groups) == 0 &&
+           ::syscall(SYS_setresgid, who.gid, who.gid, who.gid) == 0 &&
+           ::syscall(SYS_setresuid, who.uid, who.uid, who.uid) == 0;
+  }
+};
+
+// errno values that say "not now" rather than "never": the launch is retried
+// after a backoff instead of failing the job (fork: EAGAIN/ENOMEM; pipe,
+// open: EMFILE/ENFILE; a full disk for the log: ENOSPC).
+bool IsTransientErrno(int err) {
+  return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == ENOSPC;
+}
+
+// What systemd hands to the service itself (sd_notify(3), sd_listen_fds(3)):
+// they describe tpud, and a job that used them would talk to systemd as tpud.
+constexpr const char* kServiceOnlyVariables[] = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
+                                                 "LISTEN_FDS",    "LISTEN_PID",    "LISTEN_FDNAMES"};
+
+// The child's environment as "KEY=VALUE" strings: this process's, without
+// the service-only variables, then HOME/USER/LOGNAME for a run_as user, then
+// spec.env (which wins; empty values are kept). Built here rather than with
+// bp::environment, whose lookup (basic_environment_impl::find, Boost 1.74)
+// compares past the end of a shorter entry.
+std::vector<std::string> BuildEnvironment(const LaunchSpec& spec) {
+  std::map<std::string, std::string> vars;
+  for (char** entry = ::environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const std::size_t eq = text.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    vars.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+  }
+  for (const char* name : kServiceOnlyVariables) vars.erase(name);
+  if (spec.run_as) {  // login(1)'s variables for the user it runs as; spec.env may override.
+    vars["HOME"] = spec.run_as->home.string();
+    vars["USER"] = spec.run_as->user;
+    vars["LOGNAME"] = spec.run_as->user;
+  }
+  for (const auto& [key, value] : spec.env) vars[key] = value;
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
+  return out;
+}
+
+// Points the executor at a prepared envp (parent side, before vfork).
+struct UseEnvironment {
+  char** envp;
+  template <typename Executor>
+  void operator()(Executor& exec) const {
+    exec.env = envp;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::filesystem::path> ResolveExecutable(const LaunchSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return absl::InvalidArgumentError("spawn: empty command");
+  }
+  std::filesystem::path exe = spec.argv[0];
+  if (spec.argv[0].find('/') == std::string::npos) {
+    exe = bp::search_path(spec.argv[0]).string();
+    if (exe.empty()) {
+      return absl::NotFoundError(absl::StrCat("spawn \"", spec.argv[0], "\": not found in PATH"));
+    }
+  } else if (exe.is_relative()) {
+    exe = spec.working_dir / exe;
+  }
+  if (::access(exe.c_str(), X_OK) != 0) {
+    const int err = errno;
+    const std::string msg = absl::StrCat("spawn \"", exe.string(), "\": ", std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec.working_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("spawn \"", spec.argv[0], "\": working_dir \"",
+                                            spec.working_dir.string(), "\" is not a directory"));
+  }
+  return exe;
+}
+
+static absl::Status SpawnError(const std::filesystem::path& exe, absl::string_view what, int err) {
+  const std::string message = absl::StrCat("spawn \"", exe.string(), "\": ", what);
+  if (IsTransientErrno(err)) return absl::UnavailableError(message);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+  if (err == ENOENT) return absl::NotFoundError(message);
+  return absl::InternalError(message);
+}
+
+absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& exe,
+                                                   const LaunchSpec& spec) {
+  ChildPlan plan;
+  const std::string cgroup_procs = (spec.cgroup / "cgroup.procs").string();
+  if (!spec.cgroup.empty()) plan.cgroup_procs = cgroup_procs.c_str();
+  std::vector<gid_t> groups;
+  if (spec.run_as) {
+    plan.run_as = &*spec.run_as;
+    groups.assign(spec.run_as->groups.begin(), spec.run_as->groups.end());
+    plan.groups = groups.data();
+    plan.group_count = groups.size();
+  }
+  try {
+    bp::pipe output;
+    ::fcntl(output.native_source(), F_SETPIPE_SZ, kPipeBytes);  // Best effort; fewer wakeups.
+    std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+    std::vector<std::string> env = BuildEnvironment(spec);
+    std::vector<char*> envp;
+    envp.reserve(env.size() + 1);
+    for (std::string& entry : env) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    bp::child child(bp::exe = exe.string(), bp::args = args,
+                    bp::extend::on_setup = UseEnvironment{envp.data()},
+                    bp::start_dir = spec.working_dir.string(),
+                    // clang-format off
+                    bp::std_in < bp::null, (bp::std_out & bp::std_err) > output,
+                    // clang-format on
+                    bp::extend::on_exec_setup = ChildSetup{&plan},
+                    // vfork, as posix_spawn does: fork() copies the page tables
+                    // of a daemon with gRPC's threads and maps, 2 ms per start
+                    // on the restart path (bench/README.md).
+                    bp::posix::use_vfork);
+    SpawnedProcess spawned;
+    spawned.pid = child.id();
+    child.detach();  // The caller reaps it (pidfd, waitid).
+    ::setpgid(spawned.pid, spawned.pid);
+    spawned.output_fd = ::fcntl(output.native_source(), F_DUPFD_CLOEXEC, 3);
+    const int dup_errno = errno;
+    output.close();
+    if (spawned.output_fd < 0) {
+      ::kill(-spawned.pid, SIGKILL);
+      ::waitpid(spawned.pid, nullptr, 0);
+      return SpawnError(exe, absl::StrCat("dup: ", std::strerror(dup_errno)), dup_errno);
+    }
+    return spawned;
+  } catch (const bp::process_error& e) {
+    return SpawnError(exe, e.what(), e.code().value());
+  }
+}
+
+ExitStatus ExitStatusFromSiginfo(const siginfo_t& info) {
+  ExitStatus status;
+  if (info.si_code == CLD_EXITED) {
+    status.code = info.si_status;
+  } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+    status.signal = info.si_status;
+    status.core_dumped = info.si_code == CLD_DUMPED;
+  }
+  return status;
+}
+
+ExitStatus KillGroupAndPeekExit(int pid) {
+  // The zombie leader keeps the pgid reserved, so this cannot hit a stranger.
+  ::kill(-pid, SIGKILL);
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+      info.si_pid != pid) {
+    ExitStatus unavailable;
+    unavailable.spawn_error = "exit status unavailable";
+    return unavailable;
+  }
+  return ExitStatusFromSiginfo(info);
+}
+
+void Reap(int pid) {
+  siginfo_t info{};
+  ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG);
+}
+
+}  // namespace tpud
