@@ -17,6 +17,7 @@ struct ExitStatus {
   bool succeeded() const { return spawn_error.empty() && signal == 0 && code == 0; }
   // "exit code 3", "killed by SIGKILL (core dumped)", "spawn failed: ...".
   std::string Describe() const;
+  bool operator==(const ExitStatus&) const = default;
 };
 
 // Builds an ExitStatus from a waitpid()/waitid() status word.

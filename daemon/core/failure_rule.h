@@ -81,6 +81,7 @@ struct Classification {
   std::string rule;
 
   static constexpr std::size_t kMaxMatchedLineBytes = 2048;
+  bool operator==(const Classification&) const = default;
 };
 
 }  // namespace tpud

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "daemon/core/clock.h"
-#include "daemon/config/config.h"
+#include "daemon/core/job_spec.h"
 
 namespace tpud {
 

@@ -7,7 +7,7 @@
 
 #include "daemon/core/failure_rule.h"
 #include "daemon/core/clock.h"
-#include "daemon/launch/launcher.h"
+#include "daemon/core/exit_status.h"
 
 namespace tpud {
 

@@ -1,5 +1,7 @@
-// Job lifecycle: start, stop, restart, attempts and their exits. Failure
-// handling (classification, hangs, incidents, maintenance) is in job_failure.cc.
+// A Job performs what the job machine (job_machine.h) decides: requests and
+// world events go in as machine events, effects come out and are carried out
+// here. Watching the attempt (output, hangs, classification, incidents) is
+// in job_watch.cc; carrying on after a tpud restart in job_restore.cc.
 #include "daemon/supervisor/job.h"
 
 #include <re2/re2.h>
@@ -7,11 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "daemon/supervisor/backoff.h"
 #include "daemon/core/durations.h"
 
 namespace tpud {
-
 
 std::vector<std::string> ExpandResumeArgs(const std::vector<std::string>& args,
                                           const CheckpointRef& checkpoint) {
@@ -47,232 +47,233 @@ void Job::UpdateSpec(JobSpec spec) {
     auto re = std::make_shared<const RE2>(absl::StrCat("(?m)", spec.progress.restore_regex), RE2::Quiet);
     if (re->ok()) restore_re_ = std::move(re);
   }
+  policy_ = PolicyOf(spec);
   spec_ = std::move(spec);
 }
 
-absl::Status Job::Start(const std::string& reason) {
-  if (IsActive(state_)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job \"", spec_.name, "\" is already ", JobStateName(state_)));
-  }
-  restarts_ = 0;
-  preflight_failures_ = 0;
-  start_after_stop_ = false;
-  LaunchAttempt(reason);
-  return absl::OkStatus();
+machine::Policy Job::PolicyOf(const JobSpec& spec) const {
+  return machine::Policy::Of(spec, deps_.preflight != nullptr, deps_.reset_tpu != nullptr);
 }
 
-absl::Status Job::Stop(const std::string& reason) {
-  start_after_stop_ = false;
-  switch (state_) {
-    case JobState::kBackoff:
-      CloseIncident("stopped");
-      TransitionTo(JobState::kStopped, reason);
-      break;
-    case JobState::kStarting:
-    case JobState::kRunning:
-      TransitionTo(JobState::kStopping, reason);
-      SendStopRung(0);
-      break;
-    case JobState::kStopping:
-      hung_ = false;  // Stopping a hung attempt: the person's stop wins, no restart.
-      break;
-    default:
-      break;  // Stopping an inactive job is a no-op, as with systemctl stop.
+bool Job::MaintenanceActive() const { return deps_.maintenance_active && deps_.maintenance_active(); }
+
+absl::Status Job::Start(const std::string& reason) { return Feed(machine::StartRequested{reason}); }
+absl::Status Job::Stop(const std::string& reason) { return Feed(machine::StopRequested{reason}); }
+absl::Status Job::Restart(const std::string& reason) { return Feed(machine::RestartRequested{reason}); }
+void Job::OnMaintenanceNotice(const std::string& what) { Feed(machine::MaintenanceNotice{what}); }
+void Job::OnMaintenanceOver() { Feed(machine::MaintenanceOver{}); }
+bool Job::wants_running() const { return machine_.wants_running(); }
+
+absl::Status Job::Feed(machine::Event event) {
+  pending_events_.push_back(std::move(event));
+  if (feeding_) return absl::OkStatus();
+  feeding_ = true;
+  std::optional<absl::Status> first;
+  while (!pending_events_.empty()) {
+    machine::Event next = std::move(pending_events_.front());
+    pending_events_.pop_front();
+    machine::Decision decision = machine::Step(machine_, next, policy_);
+    machine_ = std::move(decision.next);
+    if (!first) first = decision.status;
+    for (const machine::Effect& effect : decision.effects) Perform(effect);
   }
-  return absl::OkStatus();
+  feeding_ = false;
+  return first.value_or(absl::OkStatus());
 }
 
-absl::Status Job::Restart(const std::string& reason) {
-  switch (state_) {
-    case JobState::kStarting:
-    case JobState::kRunning:
-      TransitionTo(JobState::kStopping, reason);
-      start_after_stop_ = true;
-      SendStopRung(0);
-      return absl::OkStatus();
-    case JobState::kStopping:
-      hung_ = false;  // The person's restart wins over tpud's own hang handling.
-      start_after_stop_ = true;
-      return absl::OkStatus();
-    case JobState::kBackoff:
-      restarts_ = 0;
-      LaunchAttempt(reason);
-      return absl::OkStatus();
-    default:
-      return Start(reason);
+void Job::FeedResult(machine::Event event) {
+  if (!feeding_) {
+    Feed(std::move(event));
+    return;
   }
+  pending_events_.push_front(std::move(event));
 }
 
-void Job::LaunchAttempt(const std::string& reason) {
-  if (deps_.preflight && !PreflightPasses(reason)) return;
-  ++attempt_number_;
-  ++attempts_total_;
+void Job::Perform(const machine::Effect& effect) {
+  std::visit(
+      [&](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, machine::Transition>) {
+          PerformTransition(e);
+        } else if constexpr (std::is_same_v<E, machine::SetReason>) {
+          CancelTimer();
+        } else if constexpr (std::is_same_v<E, machine::RunPreflight>) {
+          RunPreflight();
+        } else if constexpr (std::is_same_v<E, machine::PrepareAttempt>) {
+          PrepareAttempt();
+        } else if constexpr (std::is_same_v<E, machine::Launch>) {
+          LaunchAttempt();
+        } else if constexpr (std::is_same_v<E, machine::Signal>) {
+          Signal(e.signal);
+        } else if constexpr (std::is_same_v<E, machine::ArmTimer>) {
+          ArmTimer(e);
+        } else if constexpr (std::is_same_v<E, machine::ResetTpu>) {
+          RunTpuReset(e);
+        } else if constexpr (std::is_same_v<E, machine::OpenIncident>) {
+          OpenIncident(e);
+        } else if constexpr (std::is_same_v<E, machine::IncidentCounted>) {
+          if (!incidents_.empty() && incidents_.back().open) incidents_.back().counted = e.counted;
+        } else if constexpr (std::is_same_v<E, machine::IncidentOutcome>) {
+          if (!incidents_.empty() && incidents_.back().open) {
+            incidents_.back().outcome = e.outcome;
+            PublishIncident();
+          }
+        } else if constexpr (std::is_same_v<E, machine::CloseIncident>) {
+          CloseIncident(e.outcome);
+        } else if constexpr (std::is_same_v<E, machine::RecordReset>) {
+          if (!incidents_.empty() && incidents_.back().open) {
+            incidents_.back().reset_backend = e.backend;
+            incidents_.back().reset_duration = e.duration;
+            incidents_.back().reset_result = e.result;
+          }
+        } else if constexpr (std::is_same_v<E, machine::Persist>) {
+          deps_.listener->OnJobUpdated(spec_.name);
+        } else if constexpr (std::is_same_v<E, machine::Log>) {
+          switch (e.level) {
+            case machine::Log::kInfo: SPDLOG_INFO("{}", e.text); break;
+            case machine::Log::kWarning: SPDLOG_WARN("{}", e.text); break;
+            case machine::Log::kError: SPDLOG_ERROR("{}", e.text); break;
+          }
+        }
+      },
+      effect);
+}
+
+// The one place a state change is announced: logs, metrics, the event
+// stream and the state store all hear of it from here.
+void Job::PerformTransition(const machine::Transition& transition) {
+  CancelTimer();  // Each state owns at most one timer; it dies with the state.
+  const SteadyTime now = deps_.clock->Now();
+  JobEvent event;
+  event.time = deps_.clock->WallNow();
+  event.job = spec_.name;
+  event.from = transition.from;
+  event.to = transition.to;
+  event.reason = transition.reason;
+  event.attempt = machine_.attempt;
+  event.exit = transition.exit;
+  if (transition.exit) last_exit_ = transition.exit;
+  if (transition.to == JobState::kStarting) event.checkpoint = checkpoint_;
+  if (!IsActive(transition.to)) goodput_.OnIdle(now);
+  // Without a progress section, being up counts as progress for goodput.
+  if (transition.to == JobState::kRunning && !spec_.progress.configured) goodput_.OnProgress(now, std::nullopt);
+  state_since_ = event.time;
+  deps_.listener->OnJobEvent(event);
+}
+
+void Job::RunPreflight() {
+  const PreflightVerdict verdict = deps_.preflight(spec_);
+  FeedResult(machine::PreflightChecked{verdict.status, verdict.reset_for, deps_.random()});
+}
+
+void Job::PrepareAttempt() {
   attempt_started_ = deps_.clock->Now();
-  hung_ = false;
-  maintenance_notice_ = false;
   absl::StatusOr<std::optional<CheckpointRef>> found = deps_.find_checkpoint(spec_.checkpoint);
   checkpoint_ = found.ok() ? *found : std::nullopt;
   if (!incidents_.empty() && incidents_.back().open && checkpoint_) {
     incidents_.back().checkpoint_step = checkpoint_->step;
     PublishIncident();
   }
-  TransitionTo(JobState::kStarting, reason);
+  machine::AttemptPrepared prepared;
   if (!found.ok()) {
-    ExitStatus status;
-    status.spawn_error = absl::StrCat("checkpoint lookup: ", found.status().message());
-    OnAttemptFailed(status);
-    return;
+    prepared.checkpoint_error = std::string(found.status().message());
+    prepared.failure =
+        AttemptScanner(classifier_).Classify(machine::CheckpointLookupExit(prepared.checkpoint_error), false);
   }
+  FeedResult(std::move(prepared));
+}
+
+void Job::LaunchAttempt() {
   LaunchSpec launch = BuildLaunchSpec();
+  absl::Status status;
   if (deps_.resolve_run_as) {
     absl::StatusOr<std::optional<RunAs>> run_as = deps_.resolve_run_as(spec_.user, spec_.group);
-    if (!run_as.ok()) return OnLaunchFailed(run_as.status(), reason);
-    launch.run_as = *run_as;
-    if (launch.run_as && spec_.working_dir.empty()) {
-      // Not tpud's state dir, which the user may not read: its home, or "/"
-      // for a system user whose home does not exist (nobody's /nonexistent).
-      std::error_code ec;
-      launch.working_dir = std::filesystem::is_directory(launch.run_as->home, ec) ? launch.run_as->home : "/";
+    if (run_as.ok()) {
+      launch.run_as = *run_as;
+      if (launch.run_as && spec_.working_dir.empty()) {
+        // Not tpud's state dir, which the user may not read: its home, or "/"
+        // for a system user whose home does not exist (nobody's /nonexistent).
+        std::error_code ec;
+        launch.working_dir = std::filesystem::is_directory(launch.run_as->home, ec) ? launch.run_as->home : "/";
+      }
+    } else {
+      status = run_as.status();
     }
   }
-  absl::StatusOr<std::unique_ptr<Attempt>> launched = deps_.launcher->Launch(launch, this);
-  if (!launched.ok()) return OnLaunchFailed(launched.status(), reason);
-  launch_retries_ = 0;
-  log_dropped_before_ += std::exchange(log_dropped_attempt_, 0);
-  log_dropping_ = false;
-  stop_rung_ = -1;
-  stop_next_rung_.reset();
-  attempt_ = std::move(*launched);
-  goodput_.OnAttemptStart(attempt_started_, checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step)
-                                                        : std::nullopt);
-  BeginAttemptWatch();
-  timer_ = deps_.clock->RunAfter(ToNanos(spec_.start_seconds), [this] {
-    timer_ = 0;
-    OnRunning();
+  if (status.ok()) {
+    absl::StatusOr<std::unique_ptr<Attempt>> launched = deps_.launcher->Launch(launch, this);
+    if (launched.ok()) {
+      log_dropped_before_ += std::exchange(log_dropped_attempt_, 0);
+      log_dropping_ = false;
+      attempt_ = std::move(*launched);
+      goodput_.OnAttemptStart(attempt_started_,
+                              checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step) : std::nullopt);
+      BeginAttemptWatch();
+    } else {
+      status = launched.status();
+    }
+  }
+  FeedResult(machine::Launched{status, deps_.random()});
+}
+
+void Job::Signal(int signal) {
+  if (attempt_ == nullptr) return;
+  if (absl::Status s = attempt_->SignalGroup(signal); !s.ok()) {
+    SPDLOG_WARN("job {}: {}", spec_.name, std::string(s.message()));
+  }
+}
+
+void Job::RunTpuReset(const machine::ResetTpu& reset) {
+  if (!deps_.reset_tpu) return;  // The policy says no backend: never asked.
+  TpuResetRequest request;
+  request.job = spec_.name;
+  request.failure_class = reset.failure_class;
+  const std::uint64_t generation = reset.generation;
+  deps_.reset_tpu(request, [this, generation](TpuResetResult result) {
+    machine::ResetDone done;
+    done.generation = generation;
+    done.attempted = result.attempted;
+    done.backend = result.backend;
+    done.duration = result.duration;
+    done.result = result.status.ok() ? "ok" : std::string(result.status.message());
+    done.jitter = deps_.random();
+    Feed(std::move(done));
   });
 }
 
-void Job::OnLaunchFailed(const absl::Status& error, const std::string& reason) {
-  const bool transient = error.code() == absl::StatusCode::kUnavailable ||
-                         error.code() == absl::StatusCode::kResourceExhausted;
-  if (transient) {
-    // Out of processes, fds, memory or disk for a moment: not the job's
-    // fault, and not permanent. Retry with the restart backoff, uncounted.
-    ++launch_retries_;
-    const Seconds delay = BackoffDelay(spec_.restart, launch_retries_, deps_.random());
-    SPDLOG_WARN("job {}: launch failed: {}", spec_.name, std::string(error.message()));
-    DelayLaunch(absl::StrCat("launch failed: ", error.message(), " (transient; retry ", launch_retries_, " in ",
-                             FormatSeconds(delay), ", not counted against max_restarts)"));
-    backoff_until_ = deps_.clock->Now() + ToNanos(delay);
-    timer_ = deps_.clock->RunAfter(ToNanos(delay), [this, reason] {
-      timer_ = 0;
-      LaunchAttempt(reason);
-    });
-    deps_.listener->OnJobUpdated(spec_.name);
-    return;
-  }
-  // A missing executable, working_dir or user does not fix itself: fail now.
-  ExitStatus status;
-  status.spawn_error = std::string(error.message());
-  last_exit_ = status;
-  CloseIncident(absl::StrCat("gave up: ", status.Describe()));
-  TransitionTo(JobState::kFailed, status.Describe(), status);
-}
-
-// Runs the preflight checks; false when they failed and the launch waits in
-// BACKOFF (for a TPU reset, or the backoff delay) before trying again.
-bool Job::PreflightPasses(const std::string& reason) {
-  const PreflightVerdict verdict = deps_.preflight(spec_);
-  if (verdict.status.ok()) {
-    preflight_failures_ = 0;
-    return true;
-  }
-  ++preflight_failures_;
-  const std::string why = absl::StrCat("preflight: ", verdict.status.message());
-  if (verdict.reset_for && deps_.reset_tpu && preflight_failures_ == 1) {
-    DelayLaunch(absl::StrCat(why, "; resetting the TPU"));
-    const std::uint64_t generation = ++reset_generation_;
-    deps_.reset_tpu(TpuResetRequest{spec_.name, *verdict.reset_for, {}},
-                    [this, generation, reason](TpuResetResult) {
-                      if (generation != reset_generation_ || state_ != JobState::kBackoff || timer_ != 0) return;
-                      LaunchAttempt(reason);
-                    });
-    return false;
-  }
-  const Seconds delay = BackoffDelay(spec_.restart, preflight_failures_, deps_.random());
-  DelayLaunch(absl::StrCat(why, "; checking again in ", FormatSeconds(delay)));
-  backoff_until_ = deps_.clock->Now() + ToNanos(delay);
-  timer_ = deps_.clock->RunAfter(ToNanos(delay), [this, reason] {
-    timer_ = 0;
-    LaunchAttempt(reason);
-  });
-  return false;
-}
-
-// BACKOFF with `why`: a transition from any other state; in BACKOFF already,
-// the same state with a new reason and no timer.
-void Job::DelayLaunch(std::string why) {
-  if (state_ != JobState::kBackoff) return TransitionTo(JobState::kBackoff, std::move(why));
+void Job::ArmTimer(const machine::ArmTimer& timer) {
   CancelTimer();
-  reason_ = std::move(why);
+  const std::chrono::nanoseconds delay = ToNanos(std::max(timer.delay, Seconds(0)));
+  timer_kind_ = timer.kind;
+  timer_due_ = deps_.clock->Now() + delay;
+  timer_ = deps_.clock->RunAfter(delay, [this, kind = timer.kind, rung = timer.rung] {
+    timer_ = 0;
+    Feed(machine::TimerFired{kind, rung, MaintenanceActive()});
+  });
 }
 
-void Job::OnRunning() {
-  // Without a progress section, being up counts as progress for goodput.
-  if (!spec_.progress.configured) goodput_.OnProgress(deps_.clock->Now(), std::nullopt);
-  TransitionTo(JobState::kRunning, absl::StrCat("up for ", FormatSeconds(Seconds(spec_.start_seconds))));
-  CloseIncident("restarted");
+void Job::CancelTimer() {
+  if (timer_ != 0) deps_.clock->Cancel(timer_);
+  timer_ = 0;
 }
 
 void Job::OnExit(const ExitStatus& status) {
   attempt_.reset();
-  goodput_.OnAttemptEnd(deps_.clock->Now(), hung_                                             ? AttemptEnd::kHung
-                                            : status.succeeded() && !maintenance_notice_ ? AttemptEnd::kSucceeded
-                                                                                          : AttemptEnd::kOther);
+  const SteadyTime now = deps_.clock->Now();
+  const bool hung = machine_.state == JobState::kStopping && machine_.stop == machine::StopIntent::kHang;
+  goodput_.OnAttemptEnd(now, hung                                             ? AttemptEnd::kHung
+                             : status.succeeded() && !machine_.notice_sent ? AttemptEnd::kSucceeded
+                                                                           : AttemptEnd::kOther);
   last_exit_ = status;
-  if (state_ == JobState::kStopping && !hung_) {
-    EndAttemptWatch();
-    CloseIncident("stopped");  // Stopped before it was up: the last failure's recovery ends here.
-    TransitionTo(JobState::kStopped, absl::StrCat("stopped (", status.Describe(), ")"), status);
-    if (start_after_stop_) {
-      start_after_stop_ = false;
-      restarts_ = 0;
-      LaunchAttempt("restart requested");
-    }
-    return;
-  }
-  if (!IsActive(state_) || state_ == JobState::kBackoff) {
-    SPDLOG_ERROR("job {}: exit in state {} ignored", spec_.name, JobStateName(state_));
-    return;
-  }
-  if (status.succeeded() && !hung_ && !maintenance_notice_) {
-    EndAttemptWatch();
-    CloseIncident("restarted");  // Done before start_seconds: the restart still worked.
-    TransitionTo(JobState::kSucceeded,
-                 absl::StrCat("exited 0 after ", FormatSeconds(deps_.clock->Now() - attempt_started_)),
-                 status);
-    return;
-  }
-  OnAttemptFailed(status);
-}
-
-void Job::SendStopRung(std::size_t rung) {
-  const std::vector<int>& signals = spec_.stop.signals;
-  if (attempt_ == nullptr || rung >= signals.size()) return;
-  if (absl::Status s = attempt_->SignalGroup(signals[rung]); !s.ok()) {
-    SPDLOG_WARN("job {}: {}", spec_.name, std::string(s.message()));
-  }
-  stop_rung_ = static_cast<int>(rung);
-  stop_next_rung_.reset();
-  if (rung + 1 < signals.size()) {
-    stop_next_rung_ = deps_.clock->Now() + ToNanos(spec_.stop.grace_seconds);
-    timer_ = deps_.clock->RunAfter(ToNanos(spec_.stop.grace_seconds), [this, rung] {
-      timer_ = 0;
-      SendStopRung(rung + 1);
-    });
-  }
-  deps_.listener->OnJobUpdated(spec_.name);
+  machine::AttemptExited exited;
+  exited.exit = status;
+  exited.failure = ClassifyFailure(status, hung);
+  exited.uptime = now - attempt_started_;
+  if (progress_) exited.step = progress_->last_step();
+  exited.maintenance_active = MaintenanceActive();
+  exited.jitter = deps_.random();
+  EndAttemptWatch();
+  Feed(std::move(exited));
 }
 
 void Job::OnLogDropped(std::uint64_t dropped_bytes, bool dropping) {
@@ -290,53 +291,14 @@ void Job::OnLogDropped(std::uint64_t dropped_bytes, bool dropping) {
   deps_.listener->OnJobUpdated(spec_.name);
 }
 
-std::string Job::StopIntent() const {
-  if (state_ != JobState::kStopping) return "";
-  if (hung_) return "hang";
-  return start_after_stop_ ? "restart" : "stop";
-}
-
-void Job::CancelTimer() {
-  if (timer_ != 0) deps_.clock->Cancel(timer_);
-  timer_ = 0;
-}
-
-void Job::TransitionTo(JobState next, std::string reason, std::optional<ExitStatus> exit) {
-  if (!IsAllowedTransition(state_, next)) {
-    SPDLOG_ERROR("job {}: refused transition {} -> {} ({})", spec_.name, JobStateName(state_),
-                 JobStateName(next), reason);
-    return;
-  }
-  CancelTimer();  // Each state owns at most one timer; it dies with the state.
-  JobEvent event;
-  event.time = deps_.clock->WallNow();
-  event.job = spec_.name;
-  event.from = state_;
-  event.to = next;
-  event.reason = reason;
-  event.attempt = attempt_number_;
-  event.exit = std::move(exit);
-  if (next == JobState::kStarting) event.checkpoint = checkpoint_;
-  if (!IsActive(next)) goodput_.OnIdle(deps_.clock->Now());
-  if (next != JobState::kBackoff) reset_pending_.reset();  // A reset belongs to the backoff that asked.
-  if (next != JobState::kStopping) {
-    stop_rung_ = -1;
-    stop_next_rung_.reset();
-  }
-  state_ = next;
-  reason_ = std::move(reason);
-  state_since_ = event.time;
-  deps_.listener->OnJobEvent(event);
-}
-
 LaunchSpec Job::BuildLaunchSpec() const {
   LaunchSpec launch;
   launch.job = spec_.name;
-  launch.attempt = attempt_number_;
+  launch.attempt = machine_.attempt;
   launch.argv = spec_.command;
   launch.env = spec_.env;
   launch.env["TPUD_JOB"] = spec_.name;
-  launch.env["TPUD_ATTEMPT"] = std::to_string(attempt_number_);
+  launch.env["TPUD_ATTEMPT"] = std::to_string(machine_.attempt);
   launch.env["TPUD_CHECKPOINT"] = checkpoint_ ? checkpoint_->path.string() : "";
   launch.env["TPUD_CHECKPOINT_STEP"] = checkpoint_ ? std::to_string(checkpoint_->step) : "";
   if (checkpoint_) {
@@ -351,25 +313,39 @@ LaunchSpec Job::BuildLaunchSpec() const {
   return launch;
 }
 
+namespace {
+
+const char* StopIntentName(machine::StopIntent intent) {
+  switch (intent) {
+    case machine::StopIntent::kStop: return "stop";
+    case machine::StopIntent::kRestart: return "restart";
+    case machine::StopIntent::kHang: return "hang";
+    case machine::StopIntent::kNone: break;
+  }
+  return "";
+}
+
+}  // namespace
+
 JobSnapshot Job::Snapshot() const {
   JobSnapshot s;
   s.name = spec_.name;
-  s.state = state_;
-  s.reason = reason_;
+  s.state = machine_.state;
+  s.reason = machine_.reason;
   s.state_since = state_since_;
   s.pid = attempt_ ? attempt_->pid() : 0;
-  s.attempt = attempt_number_;
-  s.restarts = restarts_;
+  s.attempt = machine_.attempt;
+  s.restarts = machine_.restarts;
   s.last_exit = last_exit_;
   s.checkpoint = checkpoint_;
   const SteadyTime now = deps_.clock->Now();
   if (attempt_) s.uptime = now - attempt_started_;
-  if (state_ == JobState::kBackoff && timer_ != 0) {
-    s.backoff_remaining = std::max(Seconds(0), Seconds(backoff_until_ - now));
-  }
-  s.attempts_total = attempts_total_;
-  s.restarts_by_reason = restarts_by_reason_;
-  s.failures_by_class = failures_by_class_;
+  const bool backoff_timer =
+      machine_.state == JobState::kBackoff && timer_ != 0 && timer_kind_ == machine::TimerKind::kBackoff;
+  if (backoff_timer) s.backoff_remaining = std::max(Seconds(0), Seconds(timer_due_ - now));
+  s.attempts_total = machine_.attempts_total;
+  s.restarts_by_reason = machine_.restarts_by_reason;
+  s.failures_by_class = machine_.failures_by_class;
   if (!incidents_.empty()) s.last_incident = incidents_.back();
   if (progress_) s.last_step = progress_->last_step();
   s.goodput = goodput_.Figures(now);
@@ -383,13 +359,13 @@ JobSnapshot Job::Snapshot() const {
     return wall_now + std::chrono::duration_cast<WallTime::duration>(t - now);
   };
   if (attempt_) s.attempt_started = to_wall(attempt_started_);
-  if (state_ == JobState::kBackoff && timer_ != 0) s.backoff_until = to_wall(backoff_until_);
-  if (state_ == JobState::kStopping) {
-    s.stop_rung = stop_rung_;
-    if (stop_next_rung_) s.stop_next_rung = to_wall(*stop_next_rung_);
+  if (backoff_timer) s.backoff_until = to_wall(timer_due_);
+  if (machine_.state == JobState::kStopping) {
+    s.stop_rung = machine_.stop_rung;
+    if (timer_ != 0 && timer_kind_ == machine::TimerKind::kStopRung) s.stop_next_rung = to_wall(timer_due_);
+    s.stop_intent = StopIntentName(machine_.stop);
   }
-  s.stop_intent = StopIntent();
-  s.reset_pending = reset_pending_;
+  s.reset_pending = machine_.reset_pending;
   return s;
 }
 

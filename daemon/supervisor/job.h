@@ -17,6 +17,7 @@
 #include "daemon/launch/launcher.h"
 #include "daemon/supervisor/goodput.h"
 #include "daemon/supervisor/incident.h"
+#include "daemon/supervisor/job_machine.h"
 #include "daemon/supervisor/job_state.h"
 #include "daemon/supervisor/progress.h"
 #include "daemon/tpu/reset_request.h"
@@ -145,6 +146,11 @@ struct JobDeps {
   std::function<PreflightVerdict(const JobSpec&)> preflight;
 };
 
+// The decisions are the pure machine's (job_machine.h); a Job performs its
+// effects (launches, signals, timers, TPU resets, incidents, persistence)
+// and feeds back what comes of them, and it watches the attempt (output,
+// progress, hangs) to tell the machine what happened.
+//
 // Thread-safety: not thread-safe; every call, and every callback it receives
 // (timers, attempt output and exit), happens on the supervisor's loop thread.
 class Job final : public AttemptObserver {
@@ -191,7 +197,7 @@ class Job final : public AttemptObserver {
   bool wants_running() const;
 
   JobSnapshot Snapshot() const;
-  JobState state() const { return state_; }
+  JobState state() const { return machine_.state; }
   const std::deque<Incident>& incidents() const { return incidents_; }
   std::deque<Incident>& mutable_incidents() { return incidents_; }
   const JobSpec& spec() const { return spec_; }
@@ -203,56 +209,58 @@ class Job final : public AttemptObserver {
   void OnExit(const ExitStatus& status) override;
 
  private:
-  void TransitionTo(JobState next, std::string reason, std::optional<ExitStatus> exit = {});
-  void LaunchAttempt(const std::string& reason);
-  // A launch that failed: transient errors retry after a backoff (not
-  // counted), anything else fails the job.
-  void OnLaunchFailed(const absl::Status& error, const std::string& reason);
-  void ResumeBackoff();
-  void ResumeAdopted();
-  void RunTpuReset(const ExitStatus& status, FailureClass failure_class);
-  std::string StopIntent() const;
-  bool PreflightPasses(const std::string& reason);
-  void DelayLaunch(std::string why);
+  // Runs `event` through the machine, and every event its effects produce,
+  // until none is left; returns the first decision's status. Re-entrant
+  // calls (a callback that feeds while effects are performed) queue.
+  absl::Status Feed(machine::Event event);
+  // A result of an effect being performed: decided right after the current
+  // decision, before anything fed from outside meanwhile.
+  void FeedResult(machine::Event event);
+  void Perform(const machine::Effect& effect);
+  void PerformTransition(const machine::Transition& transition);
+  void PrepareAttempt();
+  void LaunchAttempt();
+  void RunPreflight();
+  void RunTpuReset(const machine::ResetTpu& reset);
+  void ArmTimer(const machine::ArmTimer& timer);
+  void CancelTimer();
+  void Signal(int signal);
+  bool MaintenanceActive() const;
+  machine::Policy PolicyOf(const JobSpec& spec) const;
+
+  // Observation of the current attempt (job_watch.cc).
   void BeginAttemptWatch();
   void EndAttemptWatch();
-  void OnRunning();
-  void OnAttemptFailed(const ExitStatus& status);
-  Classification ClassifyFailure(const ExitStatus& status) const;
-  bool RepeatsLastFailure(const Incident& incident) const;
-  void ScheduleRestart(const ExitStatus& status, const Incident& incident);
-  void ResetThenRestart(const ExitStatus& status, const Incident& incident);
-  void WaitForMaintenance(const ExitStatus& status);
-  void GiveUp(const ExitStatus& status, const std::string& why);
-  void SendStopRung(std::size_t rung);
-  void CancelTimer();
+  Classification ClassifyFailure(const ExitStatus& status, bool hung) const;
   void ArmHangTimer();
   void OnHangTimer();
   void OnProgressEvent(bool counted);
   // Goodput: the restore marker and progress seen in output seen at `now`.
   void AccountOutput(std::string_view lines, bool counted, SteadyTime now);
-  Incident& OpenIncident(const ExitStatus& status, const Classification& failure);
+
+  // Incidents (job_watch.cc).
+  void OpenIncident(const machine::OpenIncident& open);
   void CloseIncident(const std::string& outcome);
   void PublishIncident();
   LaunchSpec BuildLaunchSpec() const;
 
   JobSpec spec_;
   JobDeps deps_;
-  JobState state_ = JobState::kStopped;
-  std::string reason_;
+  machine::Policy policy_;
+  machine::State machine_;                 // What the decisions depend on.
+  std::deque<machine::Event> pending_events_;
+  bool feeding_ = false;
+
   WallTime state_since_;
   std::unique_ptr<Attempt> attempt_;
-  int attempt_number_ = 0;
-  int restarts_ = 0;
-  bool start_after_stop_ = false;
   SteadyTime attempt_started_;
-  SteadyTime backoff_until_;
-  Clock::TimerId timer_ = 0;
+  Clock::TimerId timer_ = 0;               // The state's one timer...
+  machine::TimerKind timer_kind_ = machine::TimerKind::kBackoff;  // ...what it is for...
+  SteadyTime timer_due_;                   // ...and when it goes off.
+  std::optional<SteadyTime> restored_backoff_until_;  // Restore: a backoff timer was running.
+  std::optional<SteadyTime> restored_next_rung_;      // Restore: when the next stop signal was due.
   std::optional<ExitStatus> last_exit_;
   std::optional<CheckpointRef> checkpoint_;
-  std::int64_t attempts_total_ = 0;
-  std::map<std::string, std::int64_t> restarts_by_reason_;
-  std::map<std::string, std::int64_t> failures_by_class_;
 
   // Failure classification and hang detection for the current attempt.
   std::shared_ptr<const FailureClassifier> classifier_;
@@ -263,19 +271,9 @@ class Job final : public AttemptObserver {
   std::shared_ptr<void> heartbeat_watch_;
   Clock::TimerId hang_timer_ = 0;
   std::optional<SteadyTime> hang_deadline_;  // What hang_timer_ is armed for.
-  bool hung_ = false;               // tpud stopped this attempt because it hung.
-  bool maintenance_notice_ = false;  // The checkpoint signal went to this attempt.
-  std::string maintenance_what_;
-  std::uint64_t reset_generation_ = 0;  // Ignores a reset that finishes after the job moved on.
-  std::optional<FailureClass> reset_pending_;  // A reset asked for and not finished.
-  int preflight_failures_ = 0;          // Failed preflight checks in a row.
-  int launch_retries_ = 0;              // Transient launch failures in a row.
-  int stop_rung_ = -1;                  // The last stop.signals index sent to this attempt.
-  std::optional<SteadyTime> stop_next_rung_;  // When the next rung is due (timer_ armed for it).
   std::uint64_t log_dropped_before_ = 0;  // Log bytes lost by earlier attempts.
   std::uint64_t log_dropped_attempt_ = 0; // ... and by this one.
   bool log_dropping_ = false;
-  bool restored_backoff_timer_ = false;   // Restore found a backoff with a deadline.
 
   std::deque<Incident> incidents_;  // Newest last, bounded.
   SteadyTime incident_started_;     // Steady time of the open incident's start.

@@ -1,0 +1,231 @@
+// The job state machine, pure: (state, event) -> (next state, effects). No
+// I/O, no clock, no callbacks, no randomness: what it needs of time (how long
+// an attempt was up), of chance (the backoff jitter) and of the world (is a
+// maintenance event in force) arrives in the event. The Job (job.h) performs
+// the effects (launch, signal, arm a timer, reset the TPU, keep incidents,
+// persist) and feeds what comes of them back in as events. This is the split
+// app/reload.h (pure) and app/config_reloader.h (acting) make for reloads.
+//
+// States are JobState (job_state.h); what used to hide in flags is explicit:
+//   stopping: why (StopIntent): a person's stop, a restart (start again when
+//             the attempt is gone), or tpud stopping a hung attempt (restart
+//             it as a failure); and the ladder's rung.
+//   backoff:  what it waits for (Wait): a timer (restart, preflight or launch
+//             retry), the end of a maintenance event, or a TPU reset (for a
+//             failure, or for the preflight checks).
+//   an attempt that got the checkpoint signal (a maintenance notice or
+//             preemption, or lost while tpud was down): its exit is a
+//             preemption, whatever its code.
+// docs/architecture.md has the whole table; tests/unit/supervisor/
+// job_machine_test.cc reads as that table.
+//
+// Thread-safety: pure functions of values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/exit_status.h"
+#include "daemon/core/failure_rule.h"
+#include "daemon/core/job_spec.h"
+#include "daemon/supervisor/job_state.h"
+
+namespace tpud::machine {
+
+enum class StopIntent { kNone, kStop, kRestart, kHang };
+enum class Wait { kNone, kTimer, kMaintenance, kFailureReset, kPreflightReset };
+// What a timer is for; the Job feeds TimerFired with it when it goes off.
+enum class TimerKind { kStartSeconds, kBackoff, kStopRung };
+
+// The failure before the current one, for "the same failure at the same step
+// twice in a row is deterministic".
+struct PastFailure {
+  int attempt = 0;
+  FailureClass failure_class = FailureClass::kUnknown;
+  std::string rule;
+  std::optional<std::int64_t> step;
+  bool operator==(const PastFailure&) const = default;
+};
+
+// A restart decided and not yet scheduled (waiting for a TPU reset).
+struct PendingRestart {
+  ExitStatus exit;
+  Classification failure;
+  bool counted = true;
+  bool operator==(const PendingRestart&) const = default;
+};
+
+// Everything the decisions depend on. A value: copy it, compare it.
+struct State {
+  JobState state = JobState::kStopped;
+  std::string reason;               // Why it is in `state`, one line.
+  StopIntent stop = StopIntent::kNone;  // Meaningful in kStopping.
+  int stop_rung = -1;               // kStopping: the last stop.signals index sent.
+  Wait wait = Wait::kNone;          // Meaningful in kBackoff.
+  std::string launch_reason;        // What the next launch will say (after a timer, a reset).
+  bool attempt_alive = false;       // An attempt process exists (launched, not yet exited).
+  bool notice_sent = false;         // The current attempt got the checkpoint signal...
+  std::string notice_what;          // ...for this ("instance/preempted=TRUE").
+  int attempt = 0;                  // Number of the newest attempt (1-based).
+  std::int64_t attempts_total = 0;
+  int restarts = 0;                 // Counted against max_restarts, since the last reset of the budget.
+  int preflight_failures = 0;       // In a row.
+  int launch_retries = 0;           // Transient launch failures in a row.
+  std::optional<FailureClass> reset_pending;  // Wait::kFailureReset: the failure class it is for.
+  std::optional<PendingRestart> pending;      // Wait::kFailureReset: the restart after it.
+  std::uint64_t reset_generation = 0;         // Of the newest ResetTpu; an older ResetDone is stale.
+  std::optional<PastFailure> last_failure;
+  std::map<std::string, std::int64_t> restarts_by_reason;  // By failure class.
+  std::map<std::string, std::int64_t> failures_by_class;
+
+  bool wants_running() const;  // The person's intent: starting, running, backoff, or stopping to restart.
+  bool operator==(const State&) const = default;
+};
+
+// What the decisions depend on besides the state: the job's policies and
+// what this tpud can do.
+struct Policy {
+  std::string job;          // The job's name, for messages.
+  RestartPolicy restart;
+  StopPolicy stop;
+  double start_seconds = 1;
+  int checkpoint_signal = 15;
+  bool preflight = false;   // Checks run before each attempt.
+  bool can_reset = false;   // A TPU reset backend is configured.
+  static Policy Of(const JobSpec& spec, bool preflight, bool can_reset);
+};
+
+// --- Events ---------------------------------------------------------------
+struct StartRequested { std::string reason; };
+struct StopRequested { std::string reason; };
+struct RestartRequested { std::string reason; };
+// The preflight checks' verdict (after a RunPreflight effect).
+struct PreflightChecked {
+  absl::Status status;                    // OK: go on.
+  std::optional<FailureClass> reset_for;  // A reset that may fix it.
+  double jitter = 0;                      // Uniform in [0, 1), for the backoff.
+};
+// The attempt was prepared (after PrepareAttempt): its number is taken.
+// `checkpoint_error`: the checkpoint lookup failed (the attempt then fails).
+struct AttemptPrepared {
+  std::string checkpoint_error;
+  Classification failure;  // With a checkpoint_error: how the failed attempt is classified.
+};
+// The launcher's answer (after Launch).
+struct Launched {
+  absl::Status status;   // Unavailable/ResourceExhausted: transient; other errors: permanent.
+  double jitter = 0;
+};
+struct TimerFired {
+  TimerKind kind;
+  int rung = 0;                   // kStopRung: the rung that is due.
+  bool maintenance_active = false;
+};
+// The attempt ended, classified (with the hang and the checkpoint signal
+// taken into account: Job::ClassifyFailure).
+struct AttemptExited {
+  ExitStatus exit;
+  Classification failure;
+  Seconds uptime{0};                      // How long it ran.
+  std::optional<std::int64_t> step;       // The last step it reported.
+  bool maintenance_active = false;
+  double jitter = 0;
+};
+struct HangDetected { std::string reason; };
+struct MaintenanceNotice { std::string what; };
+struct MaintenanceOver {};
+// A TPU reset the machine asked for is done (after ResetTpu).
+struct ResetDone {
+  std::uint64_t generation = 0;  // ResetTpu's.
+  bool attempted = false;
+  std::string backend;
+  Seconds duration{0};
+  std::string result;   // "ok", or the error.
+  double jitter = 0;
+};
+// Restored state carried on after a tpud restart (Job::Resume).
+struct Resumed {
+  bool adopted = false;                  // An attempt was re-attached...
+  int adopted_attempt = 0;               // ...with this number (its shim's).
+  std::optional<Seconds> start_left;     // kStarting, adopted: start_seconds not yet up.
+  std::optional<Seconds> rung_due_in;    // kStopping, adopted: until the next rung.
+  std::optional<Seconds> backoff_left;   // kBackoff with a timer: what was left of it.
+  bool maintenance_active = false;
+  double jitter = 0;
+};
+using Event = std::variant<StartRequested, StopRequested, RestartRequested, PreflightChecked, AttemptPrepared,
+                           Launched, TimerFired, AttemptExited, HangDetected, MaintenanceNotice, MaintenanceOver,
+                           ResetDone, Resumed>;
+
+// --- Effects --------------------------------------------------------------
+// Enter `to` (the event the listener sees): cancels the state's timer.
+struct Transition {
+  JobState from;
+  JobState to;
+  std::string reason;
+  std::optional<ExitStatus> exit;
+};
+// Stay in the state with a new reason; cancels the state's timer.
+struct SetReason { std::string reason; };
+struct RunPreflight {};
+// Take the next attempt number, look up the checkpoint; feed AttemptPrepared.
+struct PrepareAttempt {};
+// Launch the prepared attempt; feed Launched.
+struct Launch {};
+struct Signal { int signal; };
+struct ArmTimer {
+  TimerKind kind;
+  Seconds delay;
+  int rung = 0;  // kStopRung: the rung it is for.
+};
+struct ResetTpu {
+  FailureClass failure_class;
+  std::uint64_t generation;  // Echo it in ResetDone.
+};
+// Open an incident for the failure (closing an open one as "failed again
+// before the next attempt was up").
+struct OpenIncident {
+  ExitStatus exit;
+  Classification failure;
+  std::optional<std::int64_t> step;
+};
+struct IncidentCounted { bool counted; };
+struct IncidentOutcome { std::string outcome; };
+struct CloseIncident { std::string outcome; };
+struct RecordReset { std::string backend; Seconds duration; std::string result; };
+// Something a restarted tpud needs changed without a transition.
+struct Persist {};
+// A line for the daemon log (the machine itself never logs).
+struct Log {
+  enum Level { kInfo, kWarning, kError };
+  Level level;
+  std::string text;
+};
+using Effect = std::variant<Transition, SetReason, RunPreflight, PrepareAttempt, Launch, Signal, ArmTimer, ResetTpu,
+                            OpenIncident, IncidentCounted, IncidentOutcome, CloseIncident, RecordReset, Persist, Log>;
+
+struct Decision {
+  State next;
+  std::vector<Effect> effects;
+  absl::Status status;  // For requests: what the caller is told (FailedPrecondition: already active).
+};
+
+// The decision for `event` in `state` under `policy`. Pure.
+Decision Step(const State& state, const Event& event, const Policy& policy);
+
+// The exit of an attempt that never launched because the checkpoint lookup
+// failed with `error`.
+ExitStatus CheckpointLookupExit(const std::string& error);
+
+// How an attempt that got the checkpoint signal (`what`: the notice, e.g.
+// "instance/preempted=TRUE", or "attempt lost while tpud was down") is
+// classified, whatever its exit: a preemption, not counted.
+Classification NoticeClassification(const std::string& what);
+
+}  // namespace tpud::machine
