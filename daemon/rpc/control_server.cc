@@ -10,26 +10,28 @@
 
 namespace tpud {
 
-ControlServer::ControlServer(AccessPolicy policy, v1::Supervisor::Service& service, PeerRegistry& registry)
-    : policy_(std::move(policy)), registry_(registry), guarded_(service, registry_, policy_) {}
+ControlServer::ControlServer(AccessPolicy policy, SupervisorService& service, PeerRegistry& registry)
+    : policy_(std::move(policy)), registry_(registry), admitted_(service, &registry_, policy_) {}
 
 absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(const DaemonConfig& config,
-                                                                    v1::Supervisor::Service& service,
+                                                                    SupervisorService& service,
                                                                     PeerRegistry& registry) {
   absl::StatusOr<AccessPolicy> policy = MakeAccessPolicy(config.socket_group);
   if (!policy.ok())
     return absl::InvalidArgumentError(absl::StrCat("socket_group: ", policy.status().message()));
   const gid_t gid = config.socket_group.empty() ? static_cast<gid_t>(-1) : policy->group;
+  std::unique_ptr<ControlServer> control(new ControlServer(*std::move(policy), service, registry));
+  if (absl::Status coverage = control->admitted_.Coverage(); !coverage.ok()) return coverage;
   absl::StatusOr<std::unique_ptr<UnixListener>> listener =
       UnixListener::Open(config.socket, static_cast<mode_t>(config.socket_mode), gid);
   if (!listener.ok()) return listener.status();
-
-  std::unique_ptr<ControlServer> control(new ControlServer(*std::move(policy), service, registry));
   grpc::ServerBuilder builder;  // No listening port: connections come from the listener.
-  builder.RegisterService(&control->guarded_);
+  builder.RegisterService(&control->admitted_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxTransportMessageBytes));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(MakeDecodeErrorInterceptorFactory(&control->registry_, control->policy_));
+  const AdmittedService* admitted = &control->admitted_;
+  interceptors.push_back(
+      MakeDecodeErrorInterceptorFactory([admitted](const std::string& peer) { return admitted->Authorize(peer); }));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   control->server_ = builder.BuildAndStart();
   if (!control->server_) {

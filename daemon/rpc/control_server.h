@@ -1,5 +1,5 @@
-// The control API's server: the unix socket (unix_listener.h), the gate in
-// front of the service (guarded_service.h), gRPC's message size limit and the
+// The control API's server: the unix socket (unix_listener.h), the one way in
+// to the handlers (admission.h), gRPC's message size limit and the
 // decode-error interceptor (decode_errors.h), assembled in one place.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/config/config.h"
-#include "daemon/rpc/guarded_service.h"
+#include "daemon/rpc/admission.h"
 #include "daemon/rpc/peer_auth.h"
 #include "daemon/rpc/unix_listener.h"
 #include "tpud/v1/tpud.grpc.pb.h"
@@ -25,11 +25,12 @@ class ControlServer {
   // and config.socket_group, and serves `service` there to the callers
   // AuthorizePeer admits. `service` must outlive the ControlServer.
   // Errors: an unknown group; a socket that cannot be bound, chmod-ed,
-  // chown-ed or listened on (the message names the path and the call).
+  // chown-ed or listened on (the message names the path and the call); an
+  // RPC of the proto without a handler (AdmittedService::Coverage).
   // `registry` receives the credentials of each admitted connection; the
   // service reads callers from it.
   static absl::StatusOr<std::unique_ptr<ControlServer>> Start(const DaemonConfig& config,
-                                                              v1::Supervisor::Service& service,
+                                                              SupervisorService& service,
                                                               PeerRegistry& registry);
   ~ControlServer();  // Shutdown() now, if not yet done.
   ControlServer(const ControlServer&) = delete;
@@ -42,11 +43,11 @@ class ControlServer {
   const AccessPolicy& policy() const { return policy_; }
 
  private:
-  ControlServer(AccessPolicy policy, v1::Supervisor::Service& service, PeerRegistry& registry);
+  ControlServer(AccessPolicy policy, SupervisorService& service, PeerRegistry& registry);
 
   const AccessPolicy policy_;
   PeerRegistry& registry_;
-  GuardedService guarded_;
+  AdmittedService admitted_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<UnixListener> listener_;
   bool shut_down_ = false;

@@ -15,14 +15,12 @@ using grpc::experimental::InterceptionHookPoints;
 // One per call.
 class DecodeErrorInterceptor final : public grpc::experimental::Interceptor {
  public:
-  DecodeErrorInterceptor(grpc::experimental::ServerRpcInfo* info, const PeerRegistry* registry,
-                         const AccessPolicy& policy)
-      : info_(info), method_(info->method() != nullptr ? info->method() : ""), registry_(registry), policy_(policy) {}
+  DecodeErrorInterceptor(grpc::experimental::ServerRpcInfo* info, const Authorizer& authorize)
+      : info_(info), method_(info->method() != nullptr ? info->method() : ""), authorize_(authorize) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA) &&
-        registry_ != nullptr) {
-      denied_ = AuthorizeCall(info_->server_context()->peer(), *registry_, policy_);
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+      denied_ = authorize_(info_->server_context()->peer());
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
         methods->GetRecvMessage() == nullptr) {
@@ -44,30 +42,27 @@ class DecodeErrorInterceptor final : public grpc::experimental::Interceptor {
  private:
   grpc::experimental::ServerRpcInfo* info_;
   const std::string method_;
-  const PeerRegistry* registry_;
-  const AccessPolicy& policy_;
+  const Authorizer& authorize_;
   absl::Status denied_;
   bool undecodable_ = false;
 };
 
 class DecodeErrorInterceptorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  DecodeErrorInterceptorFactory(const PeerRegistry* registry, const AccessPolicy& policy)
-      : registry_(registry), policy_(policy) {}
+  explicit DecodeErrorInterceptorFactory(Authorizer authorize) : authorize_(std::move(authorize)) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
-    return new DecodeErrorInterceptor(info, registry_, policy_);
+    return new DecodeErrorInterceptor(info, authorize_);
   }
 
  private:
-  const PeerRegistry* registry_;
-  const AccessPolicy& policy_;
+  const Authorizer authorize_;
 };
 
 }  // namespace
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeDecodeErrorInterceptorFactory(
-    const PeerRegistry* registry, const AccessPolicy& policy) {
-  return std::make_unique<DecodeErrorInterceptorFactory>(registry, policy);
+    Authorizer authorize) {
+  return std::make_unique<DecodeErrorInterceptorFactory>(std::move(authorize));
 }
 
 }  // namespace tpud

@@ -9,23 +9,29 @@
 // (src/cpp/server/server_cc.cc, SyncRequest::Run), and the status then sent
 // passes PRE_SEND_STATUS, where it can be replaced.
 //
-// Authorization comes first: the caller is checked at
-// POST_RECV_INITIAL_METADATA, before the message is decoded, and an
-// unauthorized caller's answer is PERMISSION_DENIED whatever it sent (a peer
-// the listener refused never gets this far; this holds for any that would).
+// An undecodable request never reaches the admission (admission.h), so the
+// caller is checked here too, with the same decision (`authorize`), at
+// POST_RECV_INITIAL_METADATA: an unauthorized caller's answer is
+// PERMISSION_DENIED whatever it sent (a peer the listener refused never gets
+// this far; this holds for any that would).
 #pragma once
 
 #include <grpcpp/support/server_interceptor.h>
 
+#include <functional>
 #include <memory>
+#include <string>
 
-#include "daemon/rpc/peer_auth.h"
+#include "absl/status/status.h"
 
 namespace tpud {
 
-// For ServerBuilder::experimental().SetInterceptorCreators. `registry` and
-// `policy` must outlive the server.
+// OK when the caller behind a gRPC peer name may use tpud.
+using Authorizer = std::function<absl::Status(const std::string& grpc_peer)>;
+
+// For ServerBuilder::experimental().SetInterceptorCreators. `authorize` is
+// called on gRPC's threads.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeDecodeErrorInterceptorFactory(
-    const PeerRegistry* registry, const AccessPolicy& policy);
+    Authorizer authorize);
 
 }  // namespace tpud

@@ -19,8 +19,6 @@ constexpr int kDefaultTailLines = 10;
 // large tail (100,000 lines) arrives as several messages, never as one too big.
 constexpr std::size_t kTailChunkBytes = 1 << 20;
 
-absl::Status RequireName(const std::string& name) { return CheckJobName("name", name); }
-
 }  // namespace
 
 absl::StatusOr<FollowSlots::Slot> FollowSlots::Acquire(std::uint32_t uid) {
@@ -93,7 +91,6 @@ absl::StatusOr<JobSpec> SupervisorService::SpecFromRequest(const v1::StartJobReq
 grpc::Status SupervisorService::StartJob(grpc::ServerContext* ctx, const v1::StartJobRequest* req,
                                          v1::StartJobResponse* resp) {
   if (req->spec_case() == v1::StartJobRequest::SPEC_NOT_SET) {
-    if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
     return Reply(RunOnLoop(io_, [&] { return supervisor_.Start(req->name(), "started by tpuctl"); }),
                  resp);
   }
@@ -108,27 +105,23 @@ grpc::Status SupervisorService::StartJob(grpc::ServerContext* ctx, const v1::Sta
 
 grpc::Status SupervisorService::RemoveJob(grpc::ServerContext* ctx, const v1::RemoveJobRequest* req,
                                           v1::RemoveJobResponse*) {
-  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
   const std::optional<Caller> caller = CallerOf(ctx);
   return ToGrpcStatus(RunOnLoop(io_, [&] { return supervisor_.RemoveSubmittedJob(req->name(), caller); }));
 }
 
 grpc::Status SupervisorService::StopJob(grpc::ServerContext*, const v1::StopJobRequest* req,
                                         v1::StopJobResponse* resp) {
-  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
   return Reply(RunOnLoop(io_, [&] { return supervisor_.Stop(req->name(), "stopped by tpuctl"); }), resp);
 }
 
 grpc::Status SupervisorService::RestartJob(grpc::ServerContext*, const v1::RestartJobRequest* req,
                                            v1::RestartJobResponse* resp) {
-  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
   return Reply(RunOnLoop(io_, [&] { return supervisor_.Restart(req->name(), "restarted by tpuctl"); }),
                resp);
 }
 
 grpc::Status SupervisorService::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
                                        v1::GetJobResponse* resp) {
-  if (absl::Status s = RequireName(req->name()); !s.ok()) return ToGrpcStatus(s);
   return Reply(RunOnLoop(io_, [&] { return supervisor_.Get(req->name()); }), resp);
 }
 
@@ -173,7 +166,6 @@ grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::
 
 grpc::Status SupervisorService::TailLogs(grpc::ServerContext* ctx, const v1::TailLogsRequest* req,
                                          grpc::ServerWriter<v1::TailLogsResponse>* writer) {
-  if (absl::Status s = RequireName(req->job()); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<FollowSlots::Slot> slot = req->follow() ? FollowSlot(ctx) : FollowSlots::Slot();
   if (!slot.ok()) return ToGrpcStatus(slot.status());
   const int lines = std::min(req->lines() < 0 ? kDefaultTailLines : req->lines(), kMaxTailLines);

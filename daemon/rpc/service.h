@@ -44,10 +44,14 @@ class FollowSlots {
   int non_root_ = 0;                     // Guarded by mu_.
 };
 
+// The handler of each RPC of tpud.v1.Supervisor. Not itself a gRPC service:
+// AdmittedService (admission.h) is, and calls these once a call is admitted,
+// so requests arrive here within request_limits.h.
+//
 // Thread-safety: gRPC calls the handlers on its own threads; each reaches the
 // supervisor only through RunOnLoop. `io` must keep running until the server
 // has shut down.
-class SupervisorService final : public v1::Supervisor::Service {
+class SupervisorService final {
  public:
   // `peers` (may be null: every caller is root, as in tests without a
   // socket) names the caller of each call.
@@ -56,25 +60,25 @@ class SupervisorService final : public v1::Supervisor::Service {
       : io_(io), supervisor_(supervisor), info_(std::move(info)), peers_(peers) {}
 
   grpc::Status StartJob(grpc::ServerContext* ctx, const v1::StartJobRequest* req,
-                        v1::StartJobResponse* resp) override;
+                        v1::StartJobResponse* resp);
   grpc::Status StopJob(grpc::ServerContext* ctx, const v1::StopJobRequest* req,
-                       v1::StopJobResponse* resp) override;
+                       v1::StopJobResponse* resp);
   grpc::Status RestartJob(grpc::ServerContext* ctx, const v1::RestartJobRequest* req,
-                          v1::RestartJobResponse* resp) override;
+                          v1::RestartJobResponse* resp);
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
-                      v1::GetJobResponse* resp) override;
+                      v1::GetJobResponse* resp);
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
-                        v1::ListJobsResponse* resp) override;
+                        v1::ListJobsResponse* resp);
   grpc::Status WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
-                           grpc::ServerWriter<v1::WatchEventsResponse>* writer) override;
+                           grpc::ServerWriter<v1::WatchEventsResponse>* writer);
   grpc::Status TailLogs(grpc::ServerContext* ctx, const v1::TailLogsRequest* req,
-                        grpc::ServerWriter<v1::TailLogsResponse>* writer) override;
+                        grpc::ServerWriter<v1::TailLogsResponse>* writer);
   grpc::Status GetDaemonInfo(grpc::ServerContext* ctx, const v1::GetDaemonInfoRequest* req,
-                             v1::GetDaemonInfoResponse* resp) override;
+                             v1::GetDaemonInfoResponse* resp);
   grpc::Status RemoveJob(grpc::ServerContext* ctx, const v1::RemoveJobRequest* req,
-                         v1::RemoveJobResponse* resp) override;
+                         v1::RemoveJobResponse* resp);
 
-  // Issue 4 (daemon/rpc/tpu_service.cc). `backend` is tpu.reset.backend;
+  // The TPU RPCs (daemon/rpc/tpu_service.cc). `backend` is tpu.reset.backend;
   // `recovery` (null for none) and `checks` must outlive the service. Call
   // before serving.
   void SetTpu(std::string backend, TpuRecovery* recovery, const TpuPreflight* checks) {
@@ -83,11 +87,11 @@ class SupervisorService final : public v1::Supervisor::Service {
     tpu_checks_ = checks;
   }
   // Describes the node now (blocking this gRPC thread, not the loop).
-  grpc::Status GetTpu(grpc::ServerContext* ctx, const v1::GetTpuRequest* req, v1::GetTpuResponse* resp) override;
+  grpc::Status GetTpu(grpc::ServerContext* ctx, const v1::GetTpuRequest* req, v1::GetTpuResponse* resp);
   // Resets by hand and answers once the reset is done, failed or not.
   grpc::Status ResetTpu(grpc::ServerContext* ctx, const v1::ResetTpuRequest* req,
-                        v1::ResetTpuResponse* resp) override;
-  grpc::Status Doctor(grpc::ServerContext* ctx, const v1::DoctorRequest* req, v1::DoctorResponse* resp) override;
+                        v1::ResetTpuResponse* resp);
+  grpc::Status Doctor(grpc::ServerContext* ctx, const v1::DoctorRequest* req, v1::DoctorResponse* resp);
 
  private:
   absl::StatusOr<JobSpec> SpecFromRequest(const v1::StartJobRequest& req) const;
