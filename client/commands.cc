@@ -15,27 +15,10 @@ namespace tpud::client {
 namespace {
 
 using tpud::v1::JobStatus;
-
-void SetDeadline(grpc::ClientContext& context, std::chrono::duration<double> timeout) {
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::duration_cast<std::chrono::system_clock::duration>(timeout));
-}
+using Stub = tpud::v1::Supervisor::StubInterface;
 
 Result FromStatus(const Session& session, const grpc::Status& status) {
   return ResultFromStatus(status, session.socket_path, session.timeout);
-}
-
-// Checks the output stream after a write, so a closed pipe ends a follow.
-Result CheckOutput(const Session& session) {
-  session.out->flush();
-  if (*session.out) return Result::Ok();
-  return {kExitError, std::string("cannot write output: ") + std::strerror(errno)};
-}
-
-Result PrintJobLine(const Session& session, const grpc::Status& status, const JobStatus& job) {
-  if (!status.ok()) return FromStatus(session, status);
-  *session.out << FormatJobLine(job) << '\n';
-  return CheckOutput(session);
 }
 
 std::string CannotRead(const std::string& file, int error) {
@@ -137,63 +120,47 @@ tpud::v1::StartJobRequest AdHocStartRequest(const std::string& name,
 }
 
 Result StartJob(const Session& session, const tpud::v1::StartJobRequest& request) {
-  grpc::ClientContext context;
-  SetDeadline(context, session.timeout);
   tpud::v1::StartJobResponse response;
-  const grpc::Status status = session.stub->StartJob(&context, request, &response);
-  return PrintJobLine(session, status, response.job());
+  if (Result r = Call(session, &Stub::StartJob, request, &response); !r.ok()) return r;
+  return Print(session, FormatJobLine(response.job()) + "\n");
 }
 
 Result StopJob(const Session& session, const std::string& name) {
-  grpc::ClientContext context;
-  SetDeadline(context, session.timeout);
   tpud::v1::StopJobRequest request;
   request.set_name(name);
   tpud::v1::StopJobResponse response;
-  const grpc::Status status = session.stub->StopJob(&context, request, &response);
-  return PrintJobLine(session, status, response.job());
+  if (Result r = Call(session, &Stub::StopJob, request, &response); !r.ok()) return r;
+  return Print(session, FormatJobLine(response.job()) + "\n");
 }
 
 Result RestartJob(const Session& session, const std::string& name) {
-  grpc::ClientContext context;
-  SetDeadline(context, session.timeout);
   tpud::v1::RestartJobRequest request;
   request.set_name(name);
   tpud::v1::RestartJobResponse response;
-  const grpc::Status status = session.stub->RestartJob(&context, request, &response);
-  return PrintJobLine(session, status, response.job());
+  if (Result r = Call(session, &Stub::RestartJob, request, &response); !r.ok()) return r;
+  return Print(session, FormatJobLine(response.job()) + "\n");
 }
 
 Result RemoveJob(const Session& session, const std::string& name) {
-  grpc::ClientContext context;
-  SetDeadline(context, session.timeout);
   tpud::v1::RemoveJobRequest request;
   request.set_name(name);
   tpud::v1::RemoveJobResponse response;
-  const grpc::Status status = session.stub->RemoveJob(&context, request, &response);
-  if (!status.ok()) return FromStatus(session, status);
-  *session.out << "removed " << name << " (its logs and checkpoints are left as they are)\n";
-  return CheckOutput(session);
+  if (Result r = Call(session, &Stub::RemoveJob, request, &response); !r.ok()) return r;
+  return Print(session, "removed " + name + " (its logs and checkpoints are left as they are)\n");
 }
 
 Result ShowStatus(const Session& session, const std::optional<std::string>& name, bool json) {
-  grpc::ClientContext context;
-  SetDeadline(context, session.timeout);
   if (name) {
     tpud::v1::GetJobRequest request;
     request.set_name(*name);
     tpud::v1::GetJobResponse response;
-    const grpc::Status status = session.stub->GetJob(&context, request, &response);
-    if (!status.ok()) return FromStatus(session, status);
-    *session.out << (json ? JobJson(response.job()) + "\n" : FormatJobDetail(response.job()));
-    return CheckOutput(session);
+    if (Result r = Call(session, &Stub::GetJob, request, &response); !r.ok()) return r;
+    return Print(session, json ? JobJson(response.job()) + "\n" : FormatJobDetail(response.job()));
   }
   tpud::v1::ListJobsResponse response;
-  const grpc::Status status = session.stub->ListJobs(&context, {}, &response);
-  if (!status.ok()) return FromStatus(session, status);
+  if (Result r = Call(session, &Stub::ListJobs, tpud::v1::ListJobsRequest(), &response); !r.ok()) return r;
   const std::vector<JobStatus> jobs(response.jobs().begin(), response.jobs().end());
-  *session.out << (json ? JobsJson(jobs) + "\n" : FormatStatusTable(jobs));
-  return CheckOutput(session);
+  return Print(session, json ? JobsJson(jobs) + "\n" : FormatStatusTable(jobs));
 }
 
 Result TailLogs(const Session& session, const std::string& job, int lines, bool follow) {
@@ -209,8 +176,7 @@ Result TailLogs(const Session& session, const std::string& job, int lines, bool 
       *session.err << "tpuctl: note: " << chunk.dropped_bytes()
                    << " bytes of output skipped (this reader fell behind)" << std::endl;
     }
-    session.out->write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
-    return CheckOutput(session);
+    return Print(session, chunk.data());
   };
   return ReadStream<tpud::v1::TailLogsResponse>(session, follow, start, print);
 }
@@ -226,21 +192,18 @@ Result WatchEvents(const Session& session, const EventsQuery& query) {
   auto print = [&](const tpud::v1::WatchEventsResponse& response) {
     const std::optional<std::string> line = RenderWatchItem(response, query);
     if (!line) return Result::Ok();
-    *session.out << *line << '\n';
-    return CheckOutput(session);
+    return Print(session, *line + "\n");
   };
   return ReadStream<tpud::v1::WatchEventsResponse>(session, query.follow, start, print);
 }
 
 Result ShowDaemonInfo(const Session& session, bool json) {
-  grpc::ClientContext context;
-  SetDeadline(context, session.timeout);
   tpud::v1::GetDaemonInfoResponse response;
-  const grpc::Status status = session.stub->GetDaemonInfo(&context, {}, &response);
-  if (!status.ok()) return FromStatus(session, status);
-  *session.out << (json ? DaemonInfoJson(response, session.socket_path) + "\n"
-                        : FormatDaemonInfo(response, session.socket_path));
-  return CheckOutput(session);
+  if (Result r = Call(session, &Stub::GetDaemonInfo, tpud::v1::GetDaemonInfoRequest(), &response); !r.ok()) {
+    return r;
+  }
+  return Print(session, json ? DaemonInfoJson(response, session.socket_path) + "\n"
+                             : FormatDaemonInfo(response, session.socket_path));
 }
 
 }  // namespace tpud::client

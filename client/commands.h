@@ -8,20 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "client/call.h"
 #include "client/connection.h"
 #include "tpud/v1/tpud.grpc.pb.h"
 
 namespace tpud::client {
-
-// What every command needs. Not owned: the stub and streams must outlive the
-// call. `timeout` bounds each unary call and each stream that is not followed.
-struct Session {
-  tpud::v1::Supervisor::StubInterface* stub = nullptr;
-  std::string socket_path;                  // For error messages and `info`.
-  std::chrono::duration<double> timeout{10};
-  std::ostream* out = nullptr;              // Results (stdout).
-  std::ostream* err = nullptr;              // Notes that are not failures (stderr).
-};
 
 // Request builders; they do no RPC, so `start` can fail on its input before
 // connecting.
