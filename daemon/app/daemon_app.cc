@@ -14,19 +14,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/app/attempt_recovery.h"
-#include "daemon/app/config_reloader.h"  // Issue 5: SIGHUP reload.
-#include "daemon/app/systemd_notify.h"   // Issue 5: sd_notify.
+#include "daemon/app/config_reloader.h"
+#include "daemon/app/systemd_notify.h"
 #include "daemon/app/metadata_link.h"
 #include "daemon/app/state_dir_lock.h"
 #include "daemon/process/attempt_cgroup.h"
-#include "daemon/app/tpu_link.h"  // Issue 4: TPU resets and checks.
+#include "daemon/app/tpu_link.h"
 #include "daemon/core/asio_clock.h"
 #include "daemon/core/run_on_loop.h"
 #include "daemon/launch/local_launcher.h"
 #include "daemon/launch/shim_launcher.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/state/state_store.h"
-#include "daemon/rpc/control_server.h"  // Issue 5: socket access control, request limits.
+#include "daemon/rpc/control_server.h"
 #include "daemon/rpc/service.h"
 #include "daemon/supervisor/heartbeat_watcher.h"
 #include "daemon/supervisor/supervisor.h"
@@ -120,23 +120,27 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   }
   // Jobs run by the local launcher die with tpud's pipes: stop them first.
   const bool stop_jobs_on_exit = config.stop_jobs_on_exit || shim_launcher == nullptr;
-  Supervisor supervisor(clock, *launcher, {config.log_dir, config.state_dir});
-  ServiceNotifier notifier(io, [&supervisor] {
-    std::string line = SummarizeJobs(supervisor.List());
-    if (!supervisor.store_health().ok) line += "; state store error: " + supervisor.store_health().last_error;
-    return line;
-  });
-  supervisor.SetStateStore(store->get());
-  supervisor.SetFileWatcher([&io](const std::filesystem::path& file, std::function<void()> on_change) {
+  absl::StatusOr<TpuLink> tpu = LinkTpu(io, config);  // TPU resets and checks.
+  if (!tpu.ok()) return tpu.status();
+  Supervisor::Deps deps;
+  deps.clock = &clock;
+  deps.launcher = launcher.get();
+  deps.store = store->get();
+  deps.watch_file = [&io](const std::filesystem::path& file, std::function<void()> on_change) {
     auto watcher = HeartbeatWatcher::Start(io, file, std::move(on_change));
     if (!watcher.ok()) {
       spdlog::warn("{}: heartbeat not watched", std::string(watcher.status().message()));
       return std::shared_ptr<void>();
     }
     return std::shared_ptr<void>(std::move(*watcher));
+  };
+  tpu->Wire(config, &deps);
+  Supervisor supervisor(std::move(deps), {config.log_dir, config.state_dir});
+  ServiceNotifier notifier(io, [&supervisor] {
+    std::string line = SummarizeJobs(supervisor.List());
+    if (!supervisor.store_health().ok) line += "; state store error: " + supervisor.store_health().last_error;
+    return line;
   });
-  absl::StatusOr<TpuLink> tpu = LinkTpu(io, config, supervisor);  // Issue 4: TPU resets and checks.
-  if (!tpu.ok()) return tpu.status();
   for (const JobSpec& spec : config.jobs) {
     if (absl::Status s = supervisor.AddJob(spec); !s.ok()) return s;
   }
@@ -171,8 +175,8 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   std::unique_ptr<ControlServer> server = *std::move(control);
   spdlog::info("tpud {} listening on unix:{} with {} job(s)", TpudVersion(), config.socket.string(),
                config.jobs.size());
-  ConfigReloader reloader(io, supervisor, config, notifier);  // Issue 5: SIGHUP reloads the config.
-  notifier.Ready();                                           // Issue 5: READY=1 once the socket listens.
+  ConfigReloader reloader(io, supervisor, config, notifier);  // SIGHUP reloads the config.
+  notifier.Ready();                                           // READY=1 once the socket listens.
 
   // Shutdown: (maybe) stop the jobs on the loop, then close the servers from
   // another thread (their handlers may be waiting on the loop), then end the

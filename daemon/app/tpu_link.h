@@ -1,6 +1,6 @@
-// Wires TPU recovery into the daemon (issue 4): the TpuRecovery service
-// (resets off the loop) behind Supervisor::SetTpuReset, and the TPU checks
-// behind Supervisor::SetPreflight and `tpuctl doctor`.
+// Wires TPU recovery into the daemon: the TpuRecovery service (resets off
+// the loop) behind Supervisor::Deps::reset_tpu, and the TPU checks behind
+// Supervisor::Deps::preflight and `tpuctl doctor`.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -17,13 +17,15 @@ namespace tpud {
 struct TpuLink {
   std::unique_ptr<TpuRecovery> recovery;  // Null for tpu.reset.backend none.
   std::unique_ptr<TpuPreflight> checks;   // Always: doctor runs without a backend too.
+
+  // Sets deps->reset_tpu when a backend is configured, and deps->preflight
+  // when, in addition, tpu.preflight.enabled. The TpuLink must outlive the
+  // Supervisor made with `deps`.
+  void Wire(const DaemonConfig& config, Supervisor::Deps* deps) const;
 };
 
-// Builds both from config.tpu*, and hands them to `supervisor` (before any job
-// is added): resets when a backend is configured; preflight checks when, in
-// addition, tpu.preflight.enabled. Errors: InvalidArgument from the TPU config
-// validation. The result must outlive the supervisor's jobs' use of it:
-// declare it after the Supervisor, so it is destroyed first.
-absl::StatusOr<TpuLink> LinkTpu(boost::asio::io_context& io, const DaemonConfig& config, Supervisor& supervisor);
+// Builds both from config.tpu*. Errors: InvalidArgument from the TPU config
+// validation.
+absl::StatusOr<TpuLink> LinkTpu(boost::asio::io_context& io, const DaemonConfig& config);
 
 }  // namespace tpud

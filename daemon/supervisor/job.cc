@@ -60,8 +60,8 @@ bool Job::MaintenanceActive() const { return deps_.maintenance_active && deps_.m
 absl::Status Job::Start(const std::string& reason) { return Feed(machine::StartRequested{reason}); }
 absl::Status Job::Stop(const std::string& reason) { return Feed(machine::StopRequested{reason}); }
 absl::Status Job::Restart(const std::string& reason) { return Feed(machine::RestartRequested{reason}); }
-void Job::OnMaintenanceNotice(const std::string& what) { Feed(machine::MaintenanceNotice{what}); }
-void Job::OnMaintenanceOver() { Feed(machine::MaintenanceOver{}); }
+void Job::OnMaintenanceNotice(const std::string& what) { Deliver(machine::MaintenanceNotice{what}); }
+void Job::OnMaintenanceOver() { Deliver(machine::MaintenanceOver{}); }
 bool Job::wants_running() const { return machine_.wants_running(); }
 
 absl::Status Job::Feed(machine::Event event) {
@@ -81,9 +81,14 @@ absl::Status Job::Feed(machine::Event event) {
   return first.value_or(absl::OkStatus());
 }
 
+void Job::Deliver(machine::Event event) {
+  const absl::Status status = Feed(std::move(event));
+  if (!status.ok()) SPDLOG_ERROR("job {}: {}", spec_.name, std::string(status.message()));
+}
+
 void Job::FeedResult(machine::Event event) {
   if (!feeding_) {
-    Feed(std::move(event));
+    Deliver(std::move(event));
     return;
   }
   pending_events_.push_front(std::move(event));
@@ -237,7 +242,7 @@ void Job::RunTpuReset(const machine::ResetTpu& reset) {
     done.duration = result.duration;
     done.result = result.status.ok() ? "ok" : std::string(result.status.message());
     done.jitter = deps_.random();
-    Feed(std::move(done));
+    Deliver(std::move(done));
   });
 }
 
@@ -248,7 +253,7 @@ void Job::ArmTimer(const machine::ArmTimer& timer) {
   timer_due_ = deps_.clock->Now() + delay;
   timer_ = deps_.clock->RunAfter(delay, [this, kind = timer.kind, rung = timer.rung] {
     timer_ = 0;
-    Feed(machine::TimerFired{kind, rung, MaintenanceActive()});
+    Deliver(machine::TimerFired{kind, rung, MaintenanceActive()});
   });
 }
 
@@ -273,7 +278,7 @@ void Job::OnExit(const ExitStatus& status) {
   exited.maintenance_active = MaintenanceActive();
   exited.jitter = deps_.random();
   EndAttemptWatch();
-  Feed(std::move(exited));
+  Deliver(std::move(exited));
 }
 
 void Job::OnLogDropped(std::uint64_t dropped_bytes, bool dropping) {

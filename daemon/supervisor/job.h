@@ -102,11 +102,8 @@ class JobListener {
  public:
   virtual ~JobListener() = default;
   virtual void OnJobEvent(const JobEvent& event) = 0;
-  virtual void OnJobOutput(const std::string& job, std::string_view line) = 0;
-  // Several lines at once, each ending in '\n'; by default line by line.
-  virtual void OnJobOutputLines(const std::string& job, std::string_view lines) {
-    ForEachLine(lines, [&](std::string_view line) { OnJobOutput(job, line); });
-  }
+  // A block of the attempt's output: whole lines, each ending in '\n'.
+  virtual void OnJobOutputLines(const std::string& job, std::string_view lines) = 0;
   // An incident opened, or changed (closed, checkpoint step learned).
   virtual void OnIncident(const Incident& incident) {}
   // Something a restarted tpud needs changed without a state change (a stop
@@ -213,6 +210,9 @@ class Job final : public AttemptObserver {
   // until none is left; returns the first decision's status. Re-entrant
   // calls (a callback that feeds while effects are performed) queue.
   absl::Status Feed(machine::Event event);
+  // Feed for what is not a request: the machine answers only requests with a
+  // status, so there is none to report.
+  void Deliver(machine::Event event);
   // A result of an effect being performed: decided right after the current
   // decision, before anything fed from outside meanwhile.
   void FeedResult(machine::Event event);

@@ -94,7 +94,7 @@ void Job::Resume(std::unique_ptr<Attempt> adopted, int adopted_attempt) {
   }
   restored_backoff_until_.reset();
   restored_next_rung_.reset();
-  Feed(std::move(resumed));
+  Deliver(std::move(resumed));
 }
 
 }  // namespace tpud

@@ -101,7 +101,7 @@ void Job::OnHangTimer() {
   }
   const SteadyTime since = progress_->last_progress().value_or(attempt_started_);
   const std::string what = progress_->last_progress() ? "no progress" : "no progress since start";
-  Feed(machine::HangDetected{absl::StrCat(
+  Deliver(machine::HangDetected{absl::StrCat(
       "hang: ", what, " for ", FormatSeconds(now - since), " (timeout ",
       FormatSeconds(progress_->last_progress() ? progress_->effective_timeout()
                                                : Seconds(*deadline - attempt_started_)),

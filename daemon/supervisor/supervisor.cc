@@ -19,11 +19,27 @@ const std::string& NumberedEvent::job() const {
   return std::visit([](const auto& e) -> const std::string& { return e.job; }, event);
 }
 
-Supervisor::Supervisor(Clock& clock, Launcher& launcher, Options options)
-    : clock_(clock), launcher_(launcher), options_(std::move(options)), finder_(FindNewestCheckpoint) {
-  auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
-  random_ = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
+Supervisor::Supervisor(Deps deps, Options options) : deps_(std::move(deps)), options_(std::move(options)) {
+  if (!deps_.find_checkpoint) deps_.find_checkpoint = FindNewestCheckpoint;
+  if (!deps_.random) {
+    auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
+    deps_.random = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
+  }
 }
+
+namespace {
+
+Supervisor::Deps Minimal(Clock& clock, Launcher& launcher) {
+  Supervisor::Deps deps;
+  deps.clock = &clock;
+  deps.launcher = &launcher;
+  return deps;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(Clock& clock, Launcher& launcher, Options options)
+    : Supervisor(Minimal(clock, launcher), std::move(options)) {}
 
 Supervisor::~Supervisor() {
   events_.CloseAll();
@@ -32,24 +48,22 @@ Supervisor::~Supervisor() {
 
 std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
   JobDeps deps;
-  deps.clock = &clock_;
-  deps.launcher = &launcher_;
+  deps.clock = deps_.clock;
+  deps.launcher = deps_.launcher;
   deps.listener = this;
-  deps.find_checkpoint = [this](const CheckpointSpec& s) { return finder_(s); };
-  deps.random = [this] { return random_(); };
-  deps.watch_file = [this](const std::filesystem::path& file, std::function<void()> on_change) {
-    return watch_file_ ? watch_file_(file, std::move(on_change)) : nullptr;
-  };
+  deps.find_checkpoint = deps_.find_checkpoint;
+  deps.random = deps_.random;
+  deps.watch_file = deps_.watch_file;
   deps.maintenance_active = [this] { return maintenance_active(); };
-  if (reset_tpu_) {
+  if (deps_.reset_tpu) {
     deps.reset_tpu = [this](const TpuResetRequest& request, std::function<void(TpuResetResult)> done) {
       TpuResetRequest spared = request;
       for (int pgid : AttemptProcessGroups()) spared.spare_pgids.push_back(pgid);
-      reset_tpu_(spared, std::move(done));
+      deps_.reset_tpu(spared, std::move(done));
     };
   }
-  if (preflight_) {
-    deps.preflight = [this](const JobSpec& spec) { return preflight_(spec, AttemptProcessGroups()); };
+  if (deps_.preflight) {
+    deps.preflight = [this](const JobSpec& spec) { return deps_.preflight(spec, AttemptProcessGroups()); };
   }
   deps.resolve_run_as = ResolveRunAs;
   deps.log_dir = options_.log_dir;
@@ -162,9 +176,9 @@ absl::Status Supervisor::RemoveSubmittedJob(const std::string& name, std::option
         absl::StrCat("job \"", name, "\" is ", JobStateName(job.state()), "; stop it before removing it"));
   }
   if (absl::Status s = CheckOwner(job, caller); !s.ok()) return s;
-  if (store_ != nullptr) {
-    absl::Status deleted = NoteStore(store_->DeleteJob(name, /*with_history=*/true), "delete job " + name);
-    if (deleted.ok()) deleted = NoteStore(store_->Sync(), "sync");
+  if (deps_.store != nullptr) {
+    absl::Status deleted = NoteStore(deps_.store->DeleteJob(name, /*with_history=*/true), "delete job " + name);
+    if (deleted.ok()) deleted = NoteStore(deps_.store->Sync(), "sync");
     if (!deleted.ok()) {
       return absl::UnavailableError(absl::StrCat("state store: ", deleted.message(), "; job \"", name,
                                                  "\" not removed"));
@@ -208,8 +222,8 @@ absl::Status Supervisor::RemoveJob(const std::string& name) {
   }
   jobs_.erase(it);
   spec_yaml_.erase(name);
-  if (store_ != nullptr) {
-    if (absl::Status s = store_->DeleteJob(name); !s.ok()) {
+  if (deps_.store != nullptr) {
+    if (absl::Status s = deps_.store->DeleteJob(name); !s.ok()) {
       spdlog::error("job {}: stored record not deleted: {}", name, std::string(s.message()));
     }
   }
@@ -338,14 +352,6 @@ void Supervisor::OnMetadataChange(const std::string& key, const std::string& val
 void Supervisor::OnJobOutputLines(const std::string& job, std::string_view lines) {
   if (!output_.HasReaders()) return;  // Nobody follows a log: no copy at all.
   output_.Publish(job, std::string(lines), lines.size());
-}
-
-void Supervisor::OnJobOutput(const std::string& job, std::string_view line) {
-  if (!output_.HasReaders()) return;
-  std::string text(line);
-  text.push_back('\n');
-  const std::size_t cost = text.size();
-  output_.Publish(job, text, cost);
 }
 
 }  // namespace tpud

@@ -57,30 +57,39 @@ class Supervisor final : public JobListener {
     std::size_t max_submitted_spec_bytes = 16 << 20;
   };
 
-  // `clock` and `launcher` must outlive the Supervisor. `find_checkpoint` and
-  // `random` default to FindNewestCheckpoint and a seeded PRNG.
+  // The checks made before each attempt, given the process groups of all
+  // jobs' live attempts (TpuPreflight::Check in production).
+  using Preflight = std::function<PreflightVerdict(const JobSpec&, const std::vector<int>& attempt_pgids)>;
+
+  // Everything the Supervisor uses from outside, given once, at construction.
+  // Pointers are not owned and must outlive the Supervisor.
+  struct Deps {
+    Clock* clock = nullptr;        // Required.
+    Launcher* launcher = nullptr;  // Required.
+    // Persists every job change and incident. Null: nothing survives a restart.
+    StateStore* store = nullptr;
+    // Null: FindNewestCheckpoint.
+    decltype(JobDeps::find_checkpoint) find_checkpoint;
+    // Uniform in [0, 1), for backoff jitter. Null: a PRNG seeded from random_device.
+    std::function<double()> random;
+    // Heartbeat files (JobDeps::watch_file). Null: not watched.
+    decltype(JobDeps::watch_file) watch_file;
+    // Resets the TPU for jobs whose failure calls for it (JobDeps::reset_tpu,
+    // TpuRecovery in production); every request carries the process groups
+    // of all jobs' current attempts as spare_pgids. Null: jobs restart without.
+    decltype(JobDeps::reset_tpu) reset_tpu;
+    // Null: no checks before attempts.
+    Preflight preflight;
+  };
+
+  Supervisor(Deps deps, Options options);
+  // No store, checkpoints found by FindNewestCheckpoint, no TPU: as in most tests.
   Supervisor(Clock& clock, Launcher& launcher, Options options);
   ~Supervisor() override;
 
-  void SetCheckpointFinder(decltype(JobDeps::find_checkpoint) finder) { finder_ = std::move(finder); }
-  void SetRandom(std::function<double()> random) { random_ = std::move(random); }
-  void SetFileWatcher(decltype(JobDeps::watch_file) watcher) { watch_file_ = std::move(watcher); }
-  // Resets the TPU for jobs whose failure calls for it (JobDeps::reset_tpu,
-  // TpuRecovery in production); every request carries the process groups of
-  // all jobs' current attempts as spare_pgids. Call before adding or restoring
-  // jobs: a job keeps the deps it was made with. Unset: jobs restart without.
-  void SetTpuReset(decltype(JobDeps::reset_tpu) reset) { reset_tpu_ = std::move(reset); }
-  // The checks made before each attempt (JobDeps::preflight; TpuPreflight in
-  // production), given the process groups of all jobs' live attempts. Call
-  // before adding or restoring jobs, as SetTpuReset. Unset: no checks.
-  using Preflight = std::function<PreflightVerdict(const JobSpec&, const std::vector<int>& attempt_pgids)>;
-  void SetPreflight(Preflight preflight) { preflight_ = std::move(preflight); }
   // The process groups of all jobs' current attempts (what a TPU reset spares).
   std::vector<int> AttemptProcessGroups() const;
 
-  // Persists every job change and incident from now on; `store` must outlive
-  // the Supervisor. Without one, nothing survives a restart.
-  void SetStateStore(StateStore* store) { store_ = store; }
   // Brings back what an earlier tpud stored: jobs submitted over the API
   // (re-parsed from their saved spec), every job's state, counters and
   // incidents. Call after adding the configured jobs, before Resume.
@@ -149,7 +158,6 @@ class Supervisor final : public JobListener {
 
   // JobListener.
   void OnJobEvent(const JobEvent& event) override;
-  void OnJobOutput(const std::string& job, std::string_view line) override;
   void OnJobOutputLines(const std::string& job, std::string_view lines) override;
   void OnIncident(const Incident& incident) override;
   void OnJobUpdated(const std::string& job) override;
@@ -182,17 +190,10 @@ class Supervisor final : public JobListener {
   }
   void SyncStore();
 
-  Clock& clock_;
-  Launcher& launcher_;
+  Deps deps_;
   Options options_;
-  decltype(JobDeps::find_checkpoint) finder_;
-  std::function<double()> random_;
-  decltype(JobDeps::watch_file) watch_file_;
-  decltype(JobDeps::reset_tpu) reset_tpu_;
-  Preflight preflight_;
   std::map<std::string, std::string> maintenance_;  // Metadata key -> value, while a notice is in force.
   std::map<std::string, std::unique_ptr<Job>> jobs_;
-  StateStore* store_ = nullptr;
   std::set<std::string> restored_;  // Jobs RestoreFromStore found a record for.
   std::map<std::string, std::string> spec_yaml_;  // Submitted jobs: their spec, to persist.
   StoreHealth store_health_;

@@ -43,33 +43,33 @@ absl::Status Supervisor::NoteStore(absl::Status status, const std::string& what)
 }
 
 void Supervisor::PersistJob(const Job& job) {
-  if (store_ == nullptr) return;
-  (void)NoteStore(store_->PutJob(RecordOf(job, job.wants_running(), spec_yaml_)),
+  if (deps_.store == nullptr) return;
+  (void)NoteStore(deps_.store->PutJob(RecordOf(job, job.wants_running(), spec_yaml_)),
                   absl::StrCat("job ", job.spec().name));
 }
 
 absl::Status Supervisor::CommitIntent(const Job& job, bool desired_running) {
-  if (store_ == nullptr) return absl::OkStatus();
-  absl::Status status = NoteStore(store_->PutJob(RecordOf(job, desired_running, spec_yaml_)),
+  if (deps_.store == nullptr) return absl::OkStatus();
+  absl::Status status = NoteStore(deps_.store->PutJob(RecordOf(job, desired_running, spec_yaml_)),
                                   absl::StrCat("job ", job.spec().name));
-  if (status.ok()) status = NoteStore(store_->Sync(), "sync");
+  if (status.ok()) status = NoteStore(deps_.store->Sync(), "sync");
   if (status.ok()) return status;
   return absl::UnavailableError(absl::StrCat("state store: ", status.message(),
                                              "; the request was not carried out (it could not be recorded)"));
 }
 
 void Supervisor::PersistEvent(const JobEvent& event) {
-  if (store_ == nullptr) return;
-  (void)NoteStore(store_->AppendEvent(ToEventRecord(event)).status(), absl::StrCat("event of job ", event.job));
+  if (deps_.store == nullptr) return;
+  (void)NoteStore(deps_.store->AppendEvent(ToEventRecord(event)).status(), absl::StrCat("event of job ", event.job));
 }
 
 void Supervisor::SyncStore() {
-  if (store_ == nullptr) return;
-  (void)NoteStore(store_->Sync(), "sync");
+  if (deps_.store == nullptr) return;
+  (void)NoteStore(deps_.store->Sync(), "sync");
 }
 
 void Supervisor::PersistIncident(const Incident& incident) {
-  if (store_ == nullptr) return;
+  if (deps_.store == nullptr) return;
   Job* job = FindJob(incident.job);
   if (job == nullptr) return;
   // The Job's own copy carries the store id, so later updates find the row.
@@ -80,16 +80,16 @@ void Supervisor::PersistIncident(const Incident& incident) {
   if (own == nullptr) return;
   const std::string what = absl::StrCat("incident ", incident.id, " of job ", incident.job);
   if (own->store_id == 0) {
-    absl::StatusOr<std::int64_t> id = store_->OpenIncident(ToIncidentRecord(*own, 0));
+    absl::StatusOr<std::int64_t> id = deps_.store->OpenIncident(ToIncidentRecord(*own, 0));
     if (NoteStore(id.status(), what).ok()) own->store_id = *id;
     return;
   }
-  (void)NoteStore(store_->UpdateIncident(ToIncidentRecord(*own, own->store_id)), what);
+  (void)NoteStore(deps_.store->UpdateIncident(ToIncidentRecord(*own, own->store_id)), what);
 }
 
 absl::Status Supervisor::RestoreFromStore() {
-  if (store_ == nullptr) return absl::OkStatus();
-  absl::StatusOr<std::vector<JobRecord>> records = store_->LoadJobs();
+  if (deps_.store == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::vector<JobRecord>> records = deps_.store->LoadJobs();
   if (!records.ok()) return records.status();
   for (const JobRecord& record : *records) {
     if (jobs_.count(record.name) == 0 && !record.spec_yaml.empty()) {
@@ -110,7 +110,7 @@ absl::Status Supervisor::RestoreFromStore() {
       spdlog::warn("job {}: in the state store but no longer configured; not restored", record.name);
       continue;
     }
-    absl::StatusOr<std::vector<IncidentRecord>> incidents = store_->ListIncidents(record.name, 100);
+    absl::StatusOr<std::vector<IncidentRecord>> incidents = deps_.store->ListIncidents(record.name, 100);
     std::deque<Incident> restored;
     std::int64_t local_id = 0;
     for (const IncidentRecord& incident : incidents.ok() ? *incidents : std::vector<IncidentRecord>{}) {
@@ -126,7 +126,7 @@ absl::Status Supervisor::RestoreFromStore() {
 // `tpuctl events` after a restart: the stored state changes and the jobs'
 // incidents, in time order, numbered afresh.
 void Supervisor::RestoreHistory(const std::vector<JobRecord>& records) {
-  absl::StatusOr<std::vector<EventRecord>> events = store_->ListEvents(static_cast<int>(options_.event_history));
+  absl::StatusOr<std::vector<EventRecord>> events = deps_.store->ListEvents(static_cast<int>(options_.event_history));
   if (!NoteStore(events.status(), "read events").ok()) return;
   std::vector<std::pair<WallTime, SupervisorEvent>> merged;
   for (const EventRecord& event : *events) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/core/lines.h"
 #include "daemon/supervisor/job.h"
 #include "tests/fakes/fake_clock.h"
 #include "tests/fakes/fake_launcher.h"
@@ -18,7 +19,9 @@ namespace tpud::testing {
 class RecordingListener final : public JobListener {
  public:
   void OnJobEvent(const JobEvent& event) override { events.push_back(event); }
-  void OnJobOutput(const std::string&, std::string_view line) override { lines.emplace_back(line); }
+  void OnJobOutputLines(const std::string&, std::string_view block) override {
+    ForEachLine(block, [&](std::string_view line) { lines.emplace_back(line); });
+  }
   void OnIncident(const Incident& incident) override { incidents.push_back(incident); }
   std::vector<Incident> incidents;
   std::vector<JobState> States() const {

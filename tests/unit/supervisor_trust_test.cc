@@ -43,15 +43,21 @@ class FlakyStore final : public StateStore {
   std::unique_ptr<StateStore> inner_ = MakeMemoryStateStore();
 };
 
+// No checkpoints anywhere; `store` keeps the records.
+Supervisor::Deps WithStore(Clock& clock, Launcher& launcher, StateStore* store) {
+  Supervisor::Deps deps;
+  deps.clock = &clock;
+  deps.launcher = &launcher;
+  deps.store = store;
+  deps.find_checkpoint = [](const CheckpointSpec&) { return absl::StatusOr<std::optional<CheckpointRef>>(); };
+  return deps;
+}
+
 struct Fixture {
   testing::FakeClock clock;
   testing::FakeLauncher launcher;
   FlakyStore store;
-  Supervisor supervisor{clock, launcher, {"/logs", "/state"}};
-  Fixture() {
-    supervisor.SetStateStore(&store);
-    supervisor.SetCheckpointFinder([](const CheckpointSpec&) { return std::optional<CheckpointRef>(); });
-  }
+  Supervisor supervisor{WithStore(clock, launcher, &store), {"/logs", "/state"}};
   static JobSpec Spec(const std::string& name) {
     JobSpec spec;
     spec.name = name;
@@ -181,14 +187,12 @@ TEST_CASE("Supervisor: state changes and incidents survive a restart as `tpuctl 
   testing::FakeLauncher launcher;
   std::unique_ptr<StateStore> store = MakeMemoryStateStore();
   {
-    Supervisor first(clock, launcher, {"/logs", "/state"});
-    first.SetStateStore(store.get());
+    Supervisor first(WithStore(clock, launcher, store.get()), {"/logs", "/state"});
     REQUIRE(first.AddJob(Fixture::Spec("a")).ok());
     REQUIRE(first.Start("a", "test").ok());
     launcher.Exit(1);
   }
-  Supervisor second(clock, launcher, {"/logs", "/state"});
-  second.SetStateStore(store.get());
+  Supervisor second(WithStore(clock, launcher, store.get()), {"/logs", "/state"});
   REQUIRE(second.AddJob(Fixture::Spec("a")).ok());
   REQUIRE(second.RestoreFromStore().ok());
   const std::vector<NumberedEvent> history = second.EventHistory("a", 0);
