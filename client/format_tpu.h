@@ -1,4 +1,4 @@
-// How tpuctl shows the TPU (issue 4): `tpuctl tpu`, `tpuctl reset-tpu` and
+// How tpuctl shows the TPU: `tpuctl tpu`, `tpuctl reset-tpu` and
 // the `tpuctl doctor` checklist. Pure functions of the responses.
 #pragma once
 

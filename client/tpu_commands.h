@@ -1,4 +1,4 @@
-// The tpuctl TPU commands (issue 4): `tpu`, `reset-tpu`, `doctor`. As in
+// The tpuctl TPU commands: `tpu`, `reset-tpu`, `doctor`. As in
 // commands.h, each returns Result::Ok() after printing, or the failure.
 #pragma once
 

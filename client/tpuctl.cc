@@ -126,7 +126,7 @@ void AddViewCommands(CLI::App& app, Options& options) {
   info->add_flag("--json", options.json, "As a JSON object");
 }
 
-// Issue 4: the TPU.
+// The TPU.
 void AddTpuCommands(CLI::App& app, Options& options) {
   app.add_subcommand("tpu", "Show the TPU node's state, health and symptoms, and recent resets")
       ->add_flag("--json", options.json, "As a JSON object");

@@ -1,4 +1,4 @@
-// Layout rules: see checkpoint.h and ../shared/reference/cloud-tpu.md §6.
+// Layout rules, with their sources: see checkpoint.h.
 //
 // The scan lists the checkpoint directory once and hands the entries to each
 // layout. Entries may vanish (a trainer pruning old checkpoints) or appear

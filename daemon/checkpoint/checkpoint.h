@@ -1,7 +1,6 @@
 // Finding the newest *complete* checkpoint of a job, per framework layout.
 //
-// Layouts and their completeness markers (source: ../shared/reference/cloud-tpu.md §6,
-// from tensorflow checkpoint_management.py, orbax _src/path/atomicity.py,
+// Layouts and their completeness markers (sources: tensorflow checkpoint_management.py, orbax _src/path/atomicity.py,
 // transformers trainer_utils.py, torch distributed/checkpoint/filesystem.py,
 // lightning fabric/utilities/cloud_io.py):
 //   tensorflow  `checkpoint` state file names model_checkpoint_path (and the

@@ -34,7 +34,7 @@ struct TpuConfig {
   double gcloud_timeout_seconds = 600;  // gcloud: one run; killed (SIGKILL) past it.
 
   // local: device files (glob patterns) and libtpu's lock file. Source:
-  // ../shared/reference/cloud-tpu.md §4.
+  // openxla/xla xla/stream_executor/tpu/tpu_initialize_util.cc; jax-ml/jax#10192.
   std::vector<std::string> device_globs = {"/dev/accel*", "/dev/vfio/*"};
   std::string lock_file = "/tmp/libtpu_lockfile";
   std::string proc_root = "/proc";                     // local: where /proc is (tests may point elsewhere).

@@ -1,8 +1,8 @@
 // A client for the GCE metadata server, as seen from a Cloud TPU VM.
 //
-// Facts (source: ../shared/reference/cloud-tpu.md §3, from the Compute Engine
-// "querying metadata" docs, jax `_src/clusters/cloud_tpu_cluster.py`, torch_xla
-// `_internal/tpu.py`):
+// Facts (sources: the Compute Engine "querying metadata" docs,
+// https://cloud.google.com/compute/docs/metadata/querying-metadata; jax
+// `_src/clusters/cloud_tpu_cluster.py`; torch_xla `_internal/tpu.py`):
 //   * base URL http://metadata.google.internal/computeMetadata/v1/; the header
 //     `Metadata-Flavor: Google` is mandatory on requests, and the server sends
 //     it back (a response without it is not from the metadata server);

@@ -6,8 +6,8 @@
 // maintenance, connection errors, timeouts, even 404) are retried forever with
 // exponential backoff from backoff_initial to backoff_max; the etag is kept, so
 // a change during an outage is reported on recovery. A streak of failures is
-// logged once (warn) and its end once (info). Source for the protocol:
-// ../shared/reference/cloud-tpu.md §3.
+// logged once (warn) and its end once (info). Source for the protocol (wait-for-
+// change, ETag): https://cloud.google.com/compute/docs/metadata/querying-metadata.
 #pragma once
 
 #include <condition_variable>

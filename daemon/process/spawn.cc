@@ -195,7 +195,7 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
                     bp::extend::on_exec_setup = ChildSetup{&plan},
                     // vfork, as posix_spawn does: fork() copies the page tables
                     // of a daemon with gRPC's threads and maps, 2 ms per start
-                    // on the restart path (bench/README.md).
+                    // on the restart path (README.md, Benchmarks).
                     bp::posix::use_vfork);
     SpawnedProcess spawned;
     spawned.pid = child.id();

@@ -1,4 +1,4 @@
-// The TPU RPCs of SupervisorService (issue 4): GetTpu, ResetTpu, Doctor. Thin:
+// The TPU RPCs of SupervisorService: GetTpu, ResetTpu, Doctor. Thin:
 // they gather what the loop knows through RunOnLoop, call TpuRecovery or
 // TpuPreflight on this gRPC thread, and convert.
 #include <future>

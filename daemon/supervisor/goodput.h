@@ -31,7 +31,7 @@
 // Inspired by the goodput/badput split of Google's ML Goodput Measurement
 // library (its badput buckets: TPU initialization, training preparation,
 // program startup, wasted progress from disruption) and NVRx's restart
-// accounting (../shared/reference/peers.md); here measured from outside the
+// accounting (NVIDIA/nvidia-resiliency-ext); here measured from outside the
 // trainer, from the events tpud sees.
 //
 // Precision and memory: an attempt keeps its newest kRecentSamples (step,

@@ -1,4 +1,8 @@
 // The job state machine as data: states, and which transitions are allowed.
+// The decisions (when to take which) are machine::Step (job_machine.h), which
+// also keeps the sub-states: why a job is stopping (stop, restart, hang) and
+// what a job in backoff waits for (a timer, a maintenance event's end, a TPU
+// reset). docs/architecture.md has the whole table.
 #pragma once
 
 #include <string_view>
@@ -21,13 +25,13 @@ enum class JobState {
 const char* JobStateName(JobState state);
 
 // True when the job table allows `from` -> `to`:
-//   stopped   -> starting
+//   stopped   -> starting | backoff   (backoff: the preflight checks failed)
 //   starting  -> running | backoff | stopping | succeeded | failed
 //   running   -> backoff | stopping | succeeded | failed
 //   backoff   -> starting | stopped | failed
 //   stopping  -> stopped | backoff | failed   (the latter two when tpud itself stopped a hung attempt)
-//   succeeded -> starting
-//   failed    -> starting
+//   succeeded -> starting | backoff
+//   failed    -> starting | backoff
 bool IsAllowedTransition(JobState from, JobState to);
 
 // A job with an attempt alive or about to be (starting, running, backoff, stopping).

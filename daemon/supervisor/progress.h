@@ -22,7 +22,7 @@
 //     is no effective timeout (timeout_seconds == 0 and nothing learned yet)
 //     the deadline is nullopt.
 //   * Learned timeout (learn_timeout, after NVRx: safety_factor x the longest
-//     observed interval; source: ../shared/reference/peers.md). Learning
+//     observed interval; NVIDIA/nvidia-resiliency-ext, fault_tolerance). Learning
 //     samples "ticks": with a regex that has a capture group, lines whose
 //     group 1 parses as a step different from the last one; with a regex
 //     without a group, every matching line; with no regex, every heartbeat.

@@ -1,6 +1,7 @@
 // A client for the Cloud TPU v2 REST API: nodes.get, nodes.stop, nodes.start,
-// operations.get. Source: ../shared/reference/cloud-tpu.md §1 (googleapis
-// google/cloud/tpu/v2/cloud_tpu.proto, tpu_v2.yaml):
+// operations.get. Source: the Cloud TPU API reference,
+// https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes
+// (googleapis google/cloud/tpu/v2/cloud_tpu.proto, tpu_v2.yaml):
 //   GET  /v2/projects/{p}/locations/{z}/nodes/{n}            -> Node
 //   POST /v2/projects/{p}/locations/{z}/nodes/{n}:stop  {}   -> Operation
 //   POST /v2/projects/{p}/locations/{z}/nodes/{n}:start {}   -> Operation

@@ -3,8 +3,10 @@
 // holder of the devices, the node READY and HEALTHY (when a node backend can
 // tell), and the job's TPU variables sane. Pure: the caller gathers the
 // facts (TpuFacts) and these functions judge them, each check with a one-line
-// fix. Facts: ../shared/reference/cloud-tpu.md §1 (node state and health) and
-// §4 (device files, lock file, environment variables).
+// fix. Facts: node state and health from the Cloud TPU API (googleapis
+// google/cloud/tpu/v2/cloud_tpu.proto); device files, lock file and environment
+// variables from openxla/xla xla/stream_executor/tpu/tpu_initialize_util.cc and
+// jax-ml/jax#10192.
 #pragma once
 
 #include <map>

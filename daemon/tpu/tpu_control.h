@@ -9,7 +9,8 @@
 //           stale libtpu lock file (local_control.h).
 //
 // Facts about nodes (fields, states, health values) come from
-// ../shared/reference/cloud-tpu.md §1 (googleapis google/cloud/tpu/v2/cloud_tpu.proto).
+// the Cloud TPU API (googleapis google/cloud/tpu/v2/cloud_tpu.proto;
+// https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes).
 #pragma once
 
 #include <functional>

@@ -3,8 +3,9 @@
 // and what the node backend says about the node. Pure: no I/O, no clock; the
 // TpuRecovery service (tpu_recovery.h) runs the rung it picks.
 //
-// Rules (issue 4; failure classes: ../shared/reference/cloud-tpu.md §5; node
-// states and health: §1):
+// Rules (failure classes: daemon/classify/rules_*.cc, each rule with its source;
+// node states and health: googleapis google/cloud/tpu/v2/cloud_tpu.proto, Node.State
+// and Node.Health):
 //   node not READY (PREEMPTED, STOPPED, STOPPING, STARTING, REPAIRING, ...)
 //                                    -> start it / wait for READY;
 //   node TERMINATED, DELETING, HIDING, HIDDEN -> nothing (not recoverable in place);

@@ -1,4 +1,4 @@
-// TpuRecovery: the service that resets the TPU for failed attempts (issue 4).
+// TpuRecovery: the service that resets the TPU for failed attempts.
 // It owns the TPU control backends (the node backend from `tpu.reset.backend`,
 // api or gcloud, and the local backend), picks a rung of the recovery ladder
 // for each request (tpu_ladder.h), enforces the reset budget and backoff

@@ -47,7 +47,7 @@ std::vector<std::filesystem::path> ListAttemptDirs(const std::filesystem::path& 
 // the writer. Not fsynced: the files of an attempt directory describe
 // processes that do not survive a power loss either, and an fsync (two, with
 // the directory) on every attempt start and exit would sit on the restart
-// path (bench/README figures). After a power loss tpud finds the attempt gone
+// path (README.md, Benchmarks). After a power loss tpud finds the attempt gone
 // and restarts the job from its checkpoint (supervisor_restore.cc).
 // Errors: Internal naming the path and the failed step.
 absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
