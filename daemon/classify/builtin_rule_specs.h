@@ -21,6 +21,13 @@ struct RuleSpec {
   const char* hint;
 };
 
+// Short names for the tables.
+using FC = FailureClass;
+using RA = RecoveryAction;
+inline constexpr RuleTier kCause = RuleTier::kCause;
+inline constexpr RuleTier kSymptom = RuleTier::kSymptom;
+inline constexpr RuleTier kGeneric = RuleTier::kGeneric;
+
 // hbm_oom and user_error: the rules whose action is `fail`, so each pattern is
 // kept to wording that only a deterministic failure prints.
 std::span<const RuleSpec> DeterministicRuleSpecs();

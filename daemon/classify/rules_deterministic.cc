@@ -9,10 +9,6 @@
 namespace tpud::builtin_rules {
 namespace {
 
-using FC = FailureClass;
-using RA = RecoveryAction;
-constexpr RuleTier kCause = RuleTier::kCause;
-
 constexpr RuleSpec kRules[] = {
     // openxla docs/errors/error_1001.md (E1001, compile-time scoped Vmem OOM):
     // "RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom: Ran out of memory in memory space

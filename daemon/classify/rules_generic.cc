@@ -7,10 +7,6 @@
 namespace tpud::builtin_rules {
 namespace {
 
-using FC = FailureClass;
-using RA = RecoveryAction;
-constexpr RuleTier kGeneric = RuleTier::kGeneric;
-
 constexpr char kLookalikeHint[] = "";  // Lookalikes never decide, so they show no hint.
 
 constexpr RuleSpec kRules[] = {

@@ -7,10 +7,6 @@
 namespace tpud::builtin_rules {
 namespace {
 
-using FC = FailureClass;
-using RA = RecoveryAction;
-constexpr RuleTier kCause = RuleTier::kCause;
-
 constexpr RuleSpec kRules[] = {
     // Real preemption only. tensorflow python/tpu/preempted_hook.py logs (WARNING) "TPUPollingThread
     // found TPU %s in state %s, and health %s." and "TPU node %s reached an unrecoverable state

@@ -8,10 +8,6 @@
 namespace tpud::builtin_rules {
 namespace {
 
-using FC = FailureClass;
-using RA = RecoveryAction;
-constexpr RuleTier kSymptom = RuleTier::kSymptom;
-
 constexpr RuleSpec kRules[] = {
     // The TPU itself could not be reached, whatever the status says. tpu_driver
     // (KoboldAI/KoboldAI-Client#235): "Failed to open the gRPC driver: 4: Deadline Exceeded";

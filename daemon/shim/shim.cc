@@ -105,7 +105,7 @@ absl::StatusOr<Started> StartTrainer(asio::io_context& io, const fs::path& attem
   absl::StatusOr<SpawnedProcess> child = SpawnWithOutputPipe(*exe, *spec);
   if (!child.ok()) return child.status();
 
-  Started started{{child->pid, -1, child->output_fd},
+  Started started{{child->pid, -1, child->output_fd, {}},
                   std::make_unique<RotatingLogFile>(std::move(*log)),
                   std::move(*acceptor)};
   if (absl::Status s = FinishStart(attempt_dir, *spec, started); !s.ok()) {
