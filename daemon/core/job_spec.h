@@ -100,6 +100,11 @@ struct JobSpec {
   int checkpoint_signal = 15;                // Sent on a maintenance/preemption notice (SIGTERM,
                                              // as Cloud TPU Autocheckpoint does).
   std::string origin;                        // "config:FILE", "submitted:FILE", "adhoc".
+  // One gang across every worker of the slice (core/gang.h): needs the
+  // daemon's `slice:` section. {worker_id} and {num_workers} in command, env
+  // values, working_dir, checkpoint.dir and progress.heartbeat_file are
+  // expanded per worker (ExpandWorker).
+  bool gang = false;
 
   bool operator==(const JobSpec&) const = default;  // For reload (daemon/app/reload.h).
 };
