@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "client/commands.h"
+#include "client/completion.h"
 #include "client/connection.h"
 #include "client/tpu_commands.h"
 
@@ -68,6 +69,7 @@ struct Options {
   bool has_ad_hoc = false;          // A "--" was given...
   std::vector<std::string> ad_hoc;  // ...followed by this argv.
   std::string backend;              // reset-tpu --backend.
+  std::string shell;                // completion SHELL.
 };
 
 void AddGlobalOptions(CLI::App& app, Options& options) {
@@ -137,6 +139,69 @@ void AddTpuCommands(CLI::App& app, Options& options) {
   app.add_subcommand("doctor", "Check the TPU the way tpud does before each attempt, with fixes")
       ->add_option("NAME", options.job, "Only this job")
       ->type_name("");
+}
+
+// Issue 14: shell completion scripts, and the job names they ask for.
+void AddCompletionCommands(CLI::App& app, Options& options) {
+  app.add_subcommand("completion", "Print the completion script for SHELL: source <(tpuctl completion bash)")
+      ->add_option("SHELL", options.shell, "bash or zsh")
+      ->type_name("")
+      ->required()
+      ->check(CLI::IsMember(kCompletionShells));
+  app.add_subcommand(kCompleteJobsCommand, "")->group("");  // Hidden (no group): for the scripts only.
+}
+
+void BuildCli(CLI::App& app, Options& options) {
+  app.fallthrough();  // Before adding commands: they inherit it, so global flags go anywhere.
+  AddGlobalOptions(app, options);
+  AddJobCommands(app, options);
+  AddViewCommands(app, options);
+  AddTpuCommands(app, options);
+  AddCompletionCommands(app, options);
+  app.require_subcommand(0, 1);
+  app.footer(kFooter);
+}
+
+// The flags and positional arguments of `options`, for the completion scripts.
+void DescribeOptions(const std::vector<const CLI::Option*>& options, std::vector<CompletionFlag>* flags,
+                     CompletionCommand* command) {
+  for (const CLI::Option* option : options) {
+    if (option->get_positional()) {
+      if (command == nullptr) continue;
+      if (option->get_name() == "NAME") command->takes_job = true;
+      if (option->get_name() == "SHELL") command->choices = kCompletionShells;
+      continue;
+    }
+    CompletionFlag flag;
+    for (const std::string& name : option->get_snames()) flag.names.push_back("-" + name);
+    for (const std::string& name : option->get_lnames()) flag.names.push_back("--" + name);
+    flag.help = option->get_description();
+    if (option->get_type_size() != 0) flag.value = option->get_type_name();
+    flags->push_back(std::move(flag));
+  }
+}
+
+// What tpuctl accepts, from the CLI11 app itself, so the scripts cannot drift.
+CompletionSpec DescribeCli(const CLI::App& app) {
+  CompletionSpec spec;
+  spec.version = TPUD_VERSION;
+  DescribeOptions(app.get_options(), &spec.global_flags, nullptr);
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_group().empty()) continue;  // Hidden.
+    CompletionCommand command;
+    command.name = sub->get_name();
+    command.help = sub->get_description();
+    DescribeOptions(sub->get_options(), &command.flags, &command);
+    spec.commands.push_back(std::move(command));
+  }
+  return spec;
+}
+
+Result PrintCompletion(const CLI::App& app, const std::string& shell) {
+  const CompletionSpec spec = DescribeCli(app);
+  std::cout << (shell == "zsh" ? ZshCompletion(spec) : BashCompletion(spec)) << std::flush;
+  if (!std::cout) return {kExitError, "cannot write output"};
+  return Result::Ok();
 }
 
 std::string Chosen(const CLI::App& app) {
@@ -210,6 +275,7 @@ Result Dispatch(const std::string& command, const Options& options,
   if (command == "tpu") return ShowTpu(session, options.json);
   if (command == "reset-tpu") return ResetTpu(session, options.backend);
   if (command == "doctor") return RunDoctor(session, options.job);
+  if (command == kCompleteJobsCommand) return PrintJobNames(session);
   return {kExitUsage, "unknown command " + command};
 }
 
@@ -241,13 +307,7 @@ int Report(const Result& result) {
 int RunTpuctl(int argc, char** argv) {
   Options options;
   CLI::App app("tpuctl: control tpud, the supervisor of Cloud TPU training jobs", "tpuctl");
-  app.fallthrough();  // Before adding commands: they inherit it, so global flags go anywhere.
-  AddGlobalOptions(app, options);
-  AddJobCommands(app, options);
-  AddViewCommands(app, options);
-  AddTpuCommands(app, options);
-  app.require_subcommand(0, 1);
-  app.footer(kFooter);
+  BuildCli(app, options);
   const std::vector<const char*> args = SplitAdHoc(argc, argv, options);
   try {
     app.parse(static_cast<int>(args.size()), args.data());
@@ -256,8 +316,11 @@ int RunTpuctl(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     return Report(UsageError(app, error));
   }
-  if (Chosen(app).empty()) return Report({kExitUsage, "missing COMMAND (see tpuctl --help)"});
-  return Report(Run(Chosen(app), options));
+  const std::string command = Chosen(app);
+  if (command.empty()) return Report({kExitUsage, "missing COMMAND (see tpuctl --help)"});
+  if (command == "completion") return Report(PrintCompletion(app, options.shell));
+  const Result result = Run(command, options);
+  return command == kCompleteJobsCommand ? kExitOk : Report(result);  // Completion prints no errors.
 }
 
 }  // namespace tpud::client

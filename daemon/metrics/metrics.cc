@@ -91,6 +91,13 @@ std::vector<MetricFamily> BuildMetricFamilies(const MetricsInput& input, const s
   MetricFamily store_errors = Family("tpud_state_store_errors_total", "Failed state store writes.",
                                      MetricType::Counter);
   Add(store_errors, {}, static_cast<double>(input.store.errors_total));
+  MetricFamily tpu_resets = Family("tpud_tpu_resets_total",
+                                   "TPU resets (and node starts, maintenance waits) finished, by the backend "
+                                   "that ran them and result: ok or failed (also when the budget refused one).",
+                                   MetricType::Counter);
+  for (const auto& [key, count] : input.tpu_resets) {
+    Add(tpu_resets, {{"backend", key.first}, {"result", key.second}}, static_cast<double>(count));
+  }
   for (const JobSnapshot& job : jobs) {
     Add(log_dropped, {{"job", job.name}}, static_cast<double>(job.log_dropped_bytes));
     if (const std::optional<double> ratio = job.goodput.ratio()) Add(goodput, {{"job", job.name}}, *ratio);
@@ -117,7 +124,7 @@ std::vector<MetricFamily> BuildMetricFamilies(const MetricsInput& input, const s
     }
   }
   return {build,    state,      attempts, restarts,    failures,      uptime,      step,         exit_code,
-          exit_signal, goodput, productive, badput, log_dropped, store_healthy, store_errors};
+          exit_signal, goodput, productive, badput, log_dropped, store_healthy, store_errors, tpu_resets};
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(

@@ -14,11 +14,15 @@
 //   tpud_job_log_dropped_bytes_total{job}         counter, output the job log could not write
 //   tpud_state_store_healthy                      gauge, 1 while the state store takes writes
 //   tpud_state_store_errors_total                 counter, failed state store writes
+//   tpud_tpu_resets_total{backend,result}         counter, TPU recovery actions by result (ok, failed)
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +39,9 @@ namespace tpud {
 struct MetricsInput {
   std::vector<JobSnapshot> jobs;
   StoreHealth store;
+  // (backend, result) -> TPU resets since tpud started (TpuRecoveryStatus::
+  // resets_total); empty without a TPU reset backend.
+  std::map<std::pair<std::string, std::string>, std::int64_t> tpu_resets;
 };
 
 // Pure: the families for these snapshots.

@@ -63,7 +63,14 @@ TpuRecovery::TpuRecovery(boost::asio::io_context& io, TpuConfig config, TpuReset
       local_(std::move(backends.local)),
       clock_(std::move(backends.clock)),
       budget_(policy),
-      worker_([this] { WorkerLoop(); }) {}
+      worker_([this] { WorkerLoop(); }) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const TpuControl* backend : {node_.get(), local_.get()}) {
+    if (backend == nullptr) continue;
+    resets_total_[{backend->name(), "ok"}] = 0;
+    resets_total_[{backend->name(), "failed"}] = 0;
+  }
+}
 
 TpuRecovery::~TpuRecovery() {
   {
@@ -311,6 +318,11 @@ void TpuRecovery::Remember(const Task& task, const std::string& rung, const std:
   }
   std::lock_guard<std::mutex> lock(mu_);
   last_ = TpuResetRecord{task.request.job, rung, why, result, std::chrono::system_clock::now()};
+  if (result.attempted) {
+    // "local,api" (a failed local reset escalated to the node): the node's.
+    const std::string backend = result.backend.substr(result.backend.rfind(',') + 1);
+    ++resets_total_[{backend, result.status.ok() ? "ok" : "failed"}];
+  }
 }
 
 absl::StatusOr<TpuNode> TpuRecovery::Describe(CancelToken* cancel) const {
@@ -330,6 +342,7 @@ TpuRecoveryStatus TpuRecovery::Status() const {
   status.running = running_;
   status.queued = static_cast<int>(queue_.size());
   status.last = last_;
+  status.resets_total = resets_total_;
   return status;
 }
 

@@ -12,6 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,6 +51,12 @@ struct TpuRecoveryStatus {
   std::string running;       // "trainer: node_reset" while a reset runs; empty when idle.
   int queued = 0;            // Requests waiting behind it.
   std::optional<TpuResetRecord> last;
+  // Resets since tpud started, by (backend, result), for tpud_tpu_resets_total:
+  // result "ok" or "failed" (a reset the budget refused is failed); an
+  // escalated reset counts for the backend that finished it. Each configured
+  // backend has both entries from the start, at 0, so a first failure shows
+  // as an increase.
+  std::map<std::pair<std::string, std::string>, std::int64_t> resets_total;
 };
 
 // Thread-safety: Reset, ResetByHand, Describe and Status may be called from any
@@ -159,6 +167,7 @@ class TpuRecovery {
   std::optional<TpuResetRecord> last_;     // Guarded by mu_.
   mutable std::optional<std::pair<TpuNode, SteadyTime>> node_cache_;  // Guarded by mu_.
   bool refresh_queued_ = false;            // Guarded by mu_.
+  std::map<std::pair<std::string, std::string>, std::int64_t> resets_total_;  // Guarded by mu_.
   std::thread worker_;                     // Last: started once the rest is built.
 };
 

@@ -1,0 +1,259 @@
+#include "client/completion.h"
+
+#include <sstream>
+
+namespace tpud::client {
+namespace {
+
+bool CompletesFiles(const CompletionFlag& flag) { return flag.value == "FILE" || flag.value == "PATH"; }
+
+std::string Join(const std::vector<std::string>& words, const std::string& separator = " ") {
+  std::string out;
+  for (const std::string& word : words) out += (out.empty() ? "" : separator) + word;
+  return out;
+}
+
+// All names of `flags`.
+std::vector<std::string> FlagNames(const std::vector<CompletionFlag>& flags) {
+  std::vector<std::string> names;
+  for (const CompletionFlag& flag : flags) names.insert(names.end(), flag.names.begin(), flag.names.end());
+  return names;
+}
+
+// The names of those of `flags` that take a value: with file names (`files`)
+// or other values.
+std::vector<std::string> ValueFlagNames(const std::vector<CompletionFlag>& flags, bool files) {
+  std::vector<std::string> names;
+  for (const CompletionFlag& flag : flags) {
+    if (!flag.value.empty() && CompletesFiles(flag) == files) names.insert(names.end(), flag.names.begin(), flag.names.end());
+  }
+  return names;
+}
+
+// --- bash ---
+
+// The variables _tpuctl reads for a command's `flags`, as bash assignments.
+std::string BashFlagVariables(const std::vector<CompletionFlag>& flags) {
+  return "flags=\"" + Join(FlagNames(flags)) + "\" file_flags=\"" + Join(ValueFlagNames(flags, true)) +
+         "\" value_flags=\"" + Join(ValueFlagNames(flags, false)) + "\"";
+}
+
+std::string BashCommandCases(const CompletionSpec& spec) {
+  std::ostringstream out;
+  for (const CompletionCommand& command : spec.commands) {
+    out << "    " << command.name << ") " << BashFlagVariables(command.flags);
+    if (command.takes_job) out << " jobs=1";
+    if (!command.choices.empty()) out << " words=\"" << Join(command.choices) << "\"";
+    out << " ;;\n";
+  }
+  return out.str();
+}
+
+constexpr char kBashJobs[] = R"sh(# Job names from the daemon (the --socket on the line, else $TPUD_SOCKET, else
+# the default); nothing when it cannot be reached.
+_tpuctl_jobs() {
+  local i socket=()
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case "${COMP_WORDS[i]}" in
+      --socket)
+        if [[ ${COMP_WORDS[i+1]} == "=" ]]; then socket=(--socket "${COMP_WORDS[i+2]}")
+        else socket=(--socket "${COMP_WORDS[i+1]}"); fi ;;
+      --socket=*) socket=(--socket "${COMP_WORDS[i]#--socket=}") ;;
+    esac
+  done
+  "${COMP_WORDS[0]}" "${socket[@]}" --timeout 1 __complete-jobs 2>/dev/null
+}
+
+)sh";
+
+// Finds the command (the first word that is neither a flag nor a global
+// flag's value), then completes what the word under the cursor can be.
+constexpr char kBashMain[] = R"sh(_tpuctl() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} command="" i
+  # COMP_WORDBREAKS splits --flag=VALUE into "--flag" "=" "VALUE".
+  [[ $cur == "=" ]] && cur=""
+  [[ $prev == "=" ]] && prev=${COMP_WORDS[COMP_CWORD-2]}
+  local global_flags global_file_flags global_value_flags
+  _tpuctl_global
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    local word=${COMP_WORDS[i]}
+    if [[ $word == -- ]]; then  # start NAME -- CMD ARGS...: a command, then its arguments.
+      if ((i == COMP_CWORD - 1)); then mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+      else compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur"); fi
+      return
+    elif [[ " $global_file_flags $global_value_flags " == *" $word "* ]]; then
+      if [[ ${COMP_WORDS[i+1]} == "=" ]]; then ((i += 2)); else ((i++)); fi
+    elif [[ $word != -* && -z $command ]]; then
+      command=$word
+    fi
+  done
+  local flags="" file_flags="" value_flags="" words="" jobs=0
+  case "$command" in
+    "") mapfile -t COMPREPLY < <(compgen -W "$global_flags" -- "$cur")
+        [[ $cur == -* || " $global_file_flags $global_value_flags " == *" $prev "* ]] ||
+          mapfile -t COMPREPLY < <(compgen -W "$(_tpuctl_commands)" -- "$cur") ;;
+)sh";
+
+constexpr char kBashTail[] = R"sh(  esac
+  if [[ -n $prev && " $file_flags $global_file_flags " == *" $prev "* ]]; then
+    compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+  elif [[ -n $prev && " $value_flags $global_value_flags " == *" $prev "* ]]; then
+    COMPREPLY=()
+  elif [[ -z $command ]]; then
+    return
+  elif [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$flags $global_flags" -- "$cur")
+  elif [[ -n $words ]]; then mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
+  elif ((jobs)); then mapfile -t COMPREPLY < <(compgen -W "$(_tpuctl_jobs)" -- "$cur")
+  fi
+}
+
+complete -F _tpuctl tpuctl
+)sh";
+
+}  // namespace
+
+std::string BashCompletion(const CompletionSpec& spec) {
+  std::vector<std::string> commands;
+  for (const CompletionCommand& command : spec.commands) commands.push_back(command.name);
+  const std::vector<CompletionFlag>& global = spec.global_flags;
+  std::ostringstream out;
+  out << "# bash completion for tpuctl, generated by `tpuctl completion bash` (tpud " << spec.version << ").\n"
+      << "# Install as /usr/share/bash-completion/completions/tpuctl, or: source <(tpuctl completion bash)\n\n"
+      << kBashJobs << "_tpuctl_commands() { echo \"" << Join(commands) << "\"; }\n\n"
+      << "# Flags accepted before and after the command.\n"
+      << "_tpuctl_global() {\n"
+      << "  global_flags=\"" << Join(FlagNames(global)) << "\"\n"
+      << "  global_file_flags=\"" << Join(ValueFlagNames(global, true)) << "\"\n"
+      << "  global_value_flags=\"" << Join(ValueFlagNames(global, false)) << "\"\n"
+      << "}\n\n"
+      << kBashMain << BashCommandCases(spec) << kBashTail;
+  return out.str();
+}
+
+namespace {
+
+// --- zsh ---
+
+// `text` inside a single-quoted zsh word.
+std::string ZshQuoted(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out;
+}
+
+// `text` as an _arguments [description] or a _describe item's description:
+// brackets escaped (zshcompsys(1), _arguments).
+std::string ZshDescription(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '[' || c == ']') out += '\\';
+    out += c;
+  }
+  return ZshQuoted(out);
+}
+
+// One _arguments spec per flag, e.g. '(-f --file)'{-f,--file}'[help]:FILE:_files'.
+std::string ZshFlag(const CompletionFlag& flag) {
+  std::string value;
+  if (!flag.value.empty()) value = ":" + flag.value + ":" + (CompletesFiles(flag) ? "_files" : " ");
+  const std::string description = "[" + ZshDescription(flag.help) + "]" + value;
+  if (flag.names.size() == 1) {
+    const bool long_with_value = !flag.value.empty() && flag.names[0].rfind("--", 0) == 0;
+    return "'" + flag.names[0] + (long_with_value ? "=" : "") + description + "'";
+  }
+  return "'(" + Join(flag.names) + ")'{" + Join(flag.names, ",") + "}'" + description + "'";
+}
+
+// Each flag's spec on a line of its own, after " \" (`indent` spaces).
+std::string ZshFlags(const std::vector<CompletionFlag>& flags, int indent) {
+  std::string out;
+  for (const CompletionFlag& flag : flags) out += " \\\n" + std::string(indent, ' ') + ZshFlag(flag);
+  return out;
+}
+
+std::string ZshCommandCases(const CompletionSpec& spec) {
+  std::ostringstream out;
+  for (const CompletionCommand& command : spec.commands) {
+    out << "        " << command.name << ")\n          _arguments -S $global" << ZshFlags(command.flags, 12);
+    if (command.takes_job) out << " \\\n            '1:job:_tpuctl_jobs'";
+    if (!command.choices.empty()) out << " \\\n            '1:" << command.name << ":(" << Join(command.choices) << ")'";
+    if (command.name == "start") out << " \\\n            '*::command and its arguments:_normal'";
+    out << " ;;\n";
+  }
+  return out.str();
+}
+
+constexpr char kZshJobs[] = R"sh(# Job names from the daemon (the --socket on the line, else $TPUD_SOCKET, else
+# the default), one per line; nothing when it cannot be reached. Reads
+# tpuctl_words, the command line as _tpuctl got it.
+_tpuctl_job_names() {
+  local -a socket
+  local i
+  for ((i = 2; i <= $#tpuctl_words; i++)); do
+    case ${tpuctl_words[i]} in
+      --socket) socket=(--socket "${tpuctl_words[i+1]}") ;;
+      --socket=*) socket=(--socket "${tpuctl_words[i]#--socket=}") ;;
+    esac
+  done
+  ${tpuctl_words[1]} $socket --timeout 1 __complete-jobs 2>/dev/null
+}
+
+_tpuctl_jobs() {
+  local -a jobs
+  jobs=(${(f)"$(_tpuctl_job_names)"})
+  _describe -t jobs job jobs
+}
+
+)sh";
+
+}  // namespace
+
+std::string ZshCompletion(const CompletionSpec& spec) {
+  std::vector<CompletionFlag> value_flags, plain_flags;
+  for (const CompletionFlag& flag : spec.global_flags) (flag.value.empty() ? plain_flags : value_flags).push_back(flag);
+  std::ostringstream out;
+  out << "#compdef tpuctl\n"
+      << "# zsh completion for tpuctl, generated by `tpuctl completion zsh` (tpud " << spec.version << ").\n"
+      << "# Install as _tpuctl in a directory of $fpath (Debian: /usr/share/zsh/vendor-completions),\n"
+      << "# or: source <(tpuctl completion zsh)\n\n"
+      << kZshJobs << "_tpuctl() {\n"
+      << "  local curcontext=$curcontext state line\n"
+      << "  local -a tpuctl_words=(\"${words[@]}\")\n"
+      << "  # Accepted before and after the command.\n"
+      << "  local -a global=(" << ZshFlags(value_flags, 4) << "\n  )\n"
+      << "  _arguments -C $global" << ZshFlags(plain_flags, 6) << " \\\n"
+      << "      '1:command:->command' \\\n"
+      << "      '*::argument:->argument'\n"
+      << "  case $state in\n"
+      << "    command)\n"
+      << "      local -a commands=(\n";
+  for (const CompletionCommand& command : spec.commands) {
+    out << "        '" << ZshQuoted(command.name) << ":" << ZshDescription(command.help) << "'\n";
+  }
+  out << "      )\n"
+      << "      _describe -t commands 'tpuctl command' commands ;;\n"
+      << "    argument)\n"
+      << "      case ${words[1]} in\n"
+      << ZshCommandCases(spec) << "      esac ;;\n"
+      << "  esac\n"
+      << "}\n\n"
+      << "if [[ $funcstack[1] == _tpuctl ]]; then\n"
+      << "  _tpuctl \"$@\"  # Autoloaded from $fpath: complete now.\n"
+      << "else\n"
+      << "  compdef _tpuctl tpuctl  # Sourced.\n"
+      << "fi\n";
+  return out.str();
+}
+
+Result PrintJobNames(const Session& session) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(session.timeout));
+  tpud::v1::ListJobsResponse response;
+  if (session.stub->ListJobs(&context, {}, &response).ok()) {
+    for (const tpud::v1::JobStatus& job : response.jobs()) *session.out << job.name() << '\n';
+  }
+  return Result::Ok();
+}
+
+}  // namespace tpud::client
