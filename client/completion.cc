@@ -246,14 +246,11 @@ std::string ZshCompletion(const CompletionSpec& spec) {
 }
 
 Result PrintJobNames(const Session& session) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::duration_cast<std::chrono::system_clock::duration>(session.timeout));
   tpud::v1::ListJobsResponse response;
-  if (session.stub->ListJobs(&context, {}, &response).ok()) {
+  if (Call(session, &tpud::v1::Supervisor::StubInterface::ListJobs, tpud::v1::ListJobsRequest(), &response).ok()) {
     for (const tpud::v1::JobStatus& job : response.jobs()) *session.out << job.name() << '\n';
   }
-  return Result::Ok();
+  return Result::Ok();  // Completion never prints an error.
 }
 
 }  // namespace tpud::client
