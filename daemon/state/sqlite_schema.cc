@@ -100,6 +100,11 @@ CREATE TABLE events (
   checkpoint_step INTEGER NOT NULL
 ) STRICT;
 )sql",
+    // 3: gang jobs (a multi-host slice's generations).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN gang_generation INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN gang_failed_generation INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == kStateSchemaVersion);
 

@@ -34,7 +34,7 @@ constexpr char kJobColumns[] =
     "attempt, restarts, attempts_total, restarts_by_reason, exit_code, exit_signal, "
     "exit_core_dumped, exit_spawn_error, pid, attempt_dir, attempt_started_unix_ms, "
     "backoff_until_unix_ms, stop_rung, stop_next_rung_unix_ms, stop_intent, reset_pending, "
-    "log_dropped_bytes, run_as_user, run_as_group";
+    "log_dropped_bytes, run_as_user, run_as_group, gang_generation, gang_failed_generation";
 constexpr char kEventFields[] =
     "job, time_unix_ms, from_state, to_state, reason, attempt, exit_code, exit_signal, "
     "exit_core_dumped, exit_spawn_error, checkpoint_path, checkpoint_step";
@@ -46,7 +46,7 @@ constexpr char kIncidentFields[] =
     "reset_duration_ms, reset_result, notes";
 constexpr char kJobValues[] =
     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-    "?21, ?22, ?23, ?24, ?25, ?26";
+    "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28";
 constexpr char kIncidentValues[] =
     "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16";
 
@@ -94,6 +94,7 @@ void BindJob(Statement& stmt, const JobRecord& job) {
   stmt.Bind(20, std::int64_t{job.stop_rung}).Bind(21, job.stop_next_rung_unix_ms);
   stmt.Bind(22, job.stop_intent).Bind(23, job.reset_pending).Bind(24, job.log_dropped_bytes);
   stmt.Bind(25, job.run_as_user).Bind(26, job.run_as_group);
+  stmt.Bind(27, job.gang_generation).Bind(28, job.gang_failed_generation);
 }
 
 void BindEvent(Statement& stmt, const EventRecord& event) {
@@ -153,6 +154,8 @@ absl::StatusOr<JobRecord> ReadJob(const Statement& row, const Db& db) {
   job.log_dropped_bytes = row.Int(23);
   job.run_as_user = row.Text(24);
   job.run_as_group = row.Text(25);
+  job.gang_generation = row.Int(26);
+  job.gang_failed_generation = row.Int(27);
   return job;
 }
 

@@ -26,7 +26,8 @@ bool JobRecord::operator==(const JobRecord& o) const {
          backoff_until_unix_ms == o.backoff_until_unix_ms && stop_rung == o.stop_rung &&
          stop_next_rung_unix_ms == o.stop_next_rung_unix_ms && stop_intent == o.stop_intent &&
          reset_pending == o.reset_pending && log_dropped_bytes == o.log_dropped_bytes &&
-         run_as_user == o.run_as_user && run_as_group == o.run_as_group;
+         run_as_user == o.run_as_user && run_as_group == o.run_as_group &&
+         gang_generation == o.gang_generation && gang_failed_generation == o.gang_failed_generation;
 }
 
 bool EventRecord::operator==(const EventRecord& o) const {

@@ -63,6 +63,11 @@ struct JobRecord {
   std::int64_t log_dropped_bytes = 0;        // Output the job log lost (full disk), all attempts.
   std::string run_as_user;                   // Who the job runs as when that is not in its spec
   std::string run_as_group;                  // (a job submitted by a non-root caller); "" else.
+  // Gang jobs (schema version 3): the generation of the newest attempt, and
+  // a generation whose attempt failed here (so a restarted tpud does not
+  // relaunch it alone); 0: none.
+  std::int64_t gang_generation = 0;
+  std::int64_t gang_failed_generation = 0;
 
   // Field by field (ExitStatus has no operator==).
   bool operator==(const JobRecord&) const;
@@ -116,7 +121,7 @@ inline constexpr int kIncidentsKeptPerJob = 100;
 inline constexpr int kEventsKept = 10000;
 
 // The schema version OpenSqliteStateStore writes (SQLite `PRAGMA user_version`).
-inline constexpr int kStateSchemaVersion = 2;
+inline constexpr int kStateSchemaVersion = 3;
 
 // Durable storage of JobRecords and IncidentRecords.
 //

@@ -52,7 +52,11 @@ void Job::UpdateSpec(JobSpec spec) {
 }
 
 machine::Policy Job::PolicyOf(const JobSpec& spec) const {
-  return machine::Policy::Of(spec, deps_.preflight != nullptr, deps_.reset_tpu != nullptr);
+  machine::Policy policy = machine::Policy::Of(spec, deps_.preflight != nullptr, deps_.reset_tpu != nullptr);
+  policy.gang = spec.gang && deps_.gang != nullptr;
+  policy.worker = deps_.worker_id;
+  policy.gang_local_reset = policy.gang && deps_.reset_is_local && deps_.reset_tpu != nullptr;
+  return policy;
 }
 
 bool Job::MaintenanceActive() const { return deps_.maintenance_active && deps_.maintenance_active(); }
@@ -62,6 +66,7 @@ absl::Status Job::Stop(const std::string& reason) { return Feed(machine::StopReq
 absl::Status Job::Restart(const std::string& reason) { return Feed(machine::RestartRequested{reason}); }
 void Job::OnMaintenanceNotice(const std::string& what) { Deliver(machine::MaintenanceNotice{what}); }
 void Job::OnMaintenanceOver() { Deliver(machine::MaintenanceOver{}); }
+void Job::OnGangCommitted(const GangCommit& commit) { Deliver(machine::GangCommitted{commit}); }
 bool Job::wants_running() const { return machine_.wants_running(); }
 
 absl::Status Job::Feed(machine::Event event) {
@@ -105,7 +110,7 @@ void Job::Perform(const machine::Effect& effect) {
         } else if constexpr (std::is_same_v<E, machine::RunPreflight>) {
           RunPreflight();
         } else if constexpr (std::is_same_v<E, machine::PrepareAttempt>) {
-          PrepareAttempt();
+          PrepareAttempt(e);
         } else if constexpr (std::is_same_v<E, machine::Launch>) {
           LaunchAttempt();
         } else if constexpr (std::is_same_v<E, machine::Signal>) {
@@ -133,6 +138,10 @@ void Job::Perform(const machine::Effect& effect) {
           }
         } else if constexpr (std::is_same_v<E, machine::Persist>) {
           deps_.listener->OnJobUpdated(spec_.name);
+        } else if constexpr (std::is_same_v<E, machine::ProposeGeneration>) {
+          if (deps_.gang != nullptr) deps_.gang->Propose(spec_.name, e.proposal);
+        } else if constexpr (std::is_same_v<E, machine::ReportStopped>) {
+          ReportStopped(e.generation);
         } else if constexpr (std::is_same_v<E, machine::Log>) {
           switch (e.level) {
             case machine::Log::kInfo: SPDLOG_INFO("{}", e.text); break;
@@ -171,9 +180,21 @@ void Job::RunPreflight() {
   FeedResult(machine::PreflightChecked{verdict.status, verdict.reset_for, deps_.random()});
 }
 
-void Job::PrepareAttempt() {
+void Job::PrepareAttempt(const machine::PrepareAttempt& prepare) {
   attempt_started_ = deps_.clock->Now();
-  absl::StatusOr<std::optional<CheckpointRef>> found = deps_.find_checkpoint(spec_.checkpoint);
+  absl::StatusOr<std::optional<CheckpointRef>> found = std::optional<CheckpointRef>();
+  if (!prepare.gang) {
+    found = deps_.find_checkpoint(spec_.checkpoint);
+  } else if (prepare.step) {
+    // The step every worker holds, from this worker's own checkpoint of it.
+    found = deps_.find_checkpoint_at_step
+                ? deps_.find_checkpoint_at_step(spec_.checkpoint, *prepare.step)
+                : absl::StatusOr<std::optional<CheckpointRef>>(absl::UnimplementedError("no step lookup"));
+    if (found.ok() && !*found) {
+      found = absl::NotFoundError(absl::StrCat("no complete checkpoint of step ", *prepare.step, " in ",
+                                               spec_.checkpoint.dir.string()));
+    }
+  }
   checkpoint_ = found.ok() ? *found : std::nullopt;
   if (!incidents_.empty() && incidents_.back().open && checkpoint_) {
     incidents_.back().checkpoint_step = checkpoint_->step;
@@ -219,6 +240,24 @@ void Job::LaunchAttempt() {
     }
   }
   FeedResult(machine::Launched{status, deps_.random()});
+}
+
+void Job::ReportStopped(std::int64_t generation) {
+  GangReport report;
+  report.worker = deps_.worker_id;
+  report.generation = generation;
+  if (deps_.list_checkpoint_steps) {
+    absl::StatusOr<std::vector<std::int64_t>> steps = deps_.list_checkpoint_steps(spec_.checkpoint);
+    if (steps.ok()) {
+      report.steps = *std::move(steps);
+    } else {
+      // Reported as holding none: the gang then starts from a step this
+      // worker can surely take (scratch) rather than one it cannot read.
+      SPDLOG_WARN("job {}: checkpoints: {}; reporting none to the gang", spec_.name,
+                  std::string(steps.status().message()));
+    }
+  }
+  if (deps_.gang != nullptr) deps_.gang->Report(spec_.name, report);
 }
 
 void Job::Signal(int signal) {
@@ -306,6 +345,11 @@ LaunchSpec Job::BuildLaunchSpec() const {
   launch.env["TPUD_ATTEMPT"] = std::to_string(machine_.attempt);
   launch.env["TPUD_CHECKPOINT"] = checkpoint_ ? checkpoint_->path.string() : "";
   launch.env["TPUD_CHECKPOINT_STEP"] = checkpoint_ ? std::to_string(checkpoint_->step) : "";
+  if (policy_.gang) {
+    launch.env["TPUD_WORKER_ID"] = std::to_string(deps_.worker_id);
+    launch.env["TPUD_NUM_WORKERS"] = std::to_string(deps_.num_workers);
+    launch.env["TPUD_GANG_GENERATION"] = std::to_string(machine_.generation);
+  }
   if (checkpoint_) {
     for (std::string& arg : ExpandResumeArgs(spec_.resume_args, *checkpoint_)) {
       launch.argv.push_back(std::move(arg));
@@ -325,6 +369,7 @@ const char* StopIntentName(machine::StopIntent intent) {
     case machine::StopIntent::kStop: return "stop";
     case machine::StopIntent::kRestart: return "restart";
     case machine::StopIntent::kHang: return "hang";
+    case machine::StopIntent::kGang: return "gang";
     case machine::StopIntent::kNone: break;
   }
   return "";
@@ -371,6 +416,9 @@ JobSnapshot Job::Snapshot() const {
     s.stop_intent = StopIntentName(machine_.stop);
   }
   s.reset_pending = machine_.reset_pending;
+  s.gang_generation = machine_.generation;
+  s.gang = machine_.gang;
+  s.gang_failed_generation = machine_.failed_generation;
   return s;
 }
 

@@ -74,6 +74,11 @@ struct JobSnapshot {
   std::optional<WallTime> stop_next_rung;    // Stopping: when the next signal is due.
   std::string stop_intent;                   // Stopping: "stop", "restart" or "hang".
   std::optional<FailureClass> reset_pending; // A TPU reset asked for and not finished.
+  // Gang jobs: the generation of the newest attempt, the gang's newest
+  // commit seen, and a generation whose attempt failed here.
+  std::int64_t gang_generation = 0;
+  std::optional<GangCommit> gang;
+  std::int64_t gang_failed_generation = 0;
 };
 
 // What an earlier tpud knew of a job (Job::Restore): its state and counters,
@@ -95,6 +100,8 @@ struct JobMemory {
   std::string stop_intent;
   std::optional<FailureClass> reset_pending;
   std::uint64_t log_dropped_bytes = 0;
+  std::int64_t gang_generation = 0;
+  std::int64_t gang_failed_generation = 0;
 };
 
 // Receives what jobs report. Called on the event loop thread.
@@ -111,6 +118,18 @@ class JobListener {
   virtual void OnJobUpdated(const std::string& job) {}
 };
 
+// What a gang job's Job asks of the slice (daemon/slice/ in production).
+// Called on the loop; must not block (etcd is reached from elsewhere).
+class GangLink {
+ public:
+  virtual ~GangLink() = default;
+  // Proposes the gang's next generation; the answer arrives later as a commit
+  // (Job::OnGangCommitted). Kept and retried while etcd is unreachable.
+  virtual void Propose(const std::string& job, const GangProposal& proposal) = 0;
+  // This worker's attempt of an earlier generation is gone.
+  virtual void Report(const std::string& job, const GangReport& report) = 0;
+};
+
 // What a Job needs from the outside; all must outlive the Job.
 struct JobDeps {
   Clock* clock = nullptr;
@@ -118,6 +137,19 @@ struct JobDeps {
   JobListener* listener = nullptr;
   // Finds the checkpoint to resume from; FindNewestCheckpoint in production.
   std::function<absl::StatusOr<std::optional<CheckpointRef>>(const CheckpointSpec&)> find_checkpoint;
+  // Gang jobs: the complete checkpoint of a step (FindCheckpointAtStep), and
+  // the steps of every complete checkpoint, ascending (ListCompleteSteps).
+  std::function<absl::StatusOr<std::optional<CheckpointRef>>(const CheckpointSpec&, std::int64_t step)>
+      find_checkpoint_at_step;
+  std::function<absl::StatusOr<std::vector<std::int64_t>>(const CheckpointSpec&)> list_checkpoint_steps;
+  // Gang jobs: the slice, this worker's id and the slice's size. Null gang:
+  // the job runs alone whatever its spec says.
+  GangLink* gang = nullptr;
+  int worker_id = -1;
+  int num_workers = 0;
+  // Gang jobs: whether the TPU reset backend is per worker (local), so each
+  // worker resets before reporting instead of the leader resetting the slice.
+  bool reset_is_local = false;
   // Uniform in [0, 1), for backoff jitter.
   std::function<double()> random;
   std::filesystem::path log_dir;              // The job logs to log_dir/NAME.log.
@@ -171,6 +203,8 @@ class Job final : public AttemptObserver {
   void OnMaintenanceNotice(const std::string& what);
   // The notice is over: a job waiting for it starts its next attempt.
   void OnMaintenanceOver();
+  // Gang jobs: a generation the slice committed (core/gang.h).
+  void OnGangCommitted(const GangCommit& commit);
 
   // What an earlier tpud knew. Emits no event: nothing changed, tpud only
   // remembers. Call before Resume.
@@ -218,10 +252,11 @@ class Job final : public AttemptObserver {
   void FeedResult(machine::Event event);
   void Perform(const machine::Effect& effect);
   void PerformTransition(const machine::Transition& transition);
-  void PrepareAttempt();
+  void PrepareAttempt(const machine::PrepareAttempt& prepare);
   void LaunchAttempt();
   void RunPreflight();
   void RunTpuReset(const machine::ResetTpu& reset);
+  void ReportStopped(std::int64_t generation);
   void ArmTimer(const machine::ArmTimer& timer);
   void CancelTimer();
   void Signal(int signal);

@@ -25,6 +25,7 @@ class Decider {
 
   // --- requests ---
   Decision Start(const std::string& reason) {
+    if (p_.gang) return GangRequest(GangProposal::Intent::kStart, reason);
     if (IsActive(s_.state)) {
       return Done(absl::FailedPreconditionError(
           StrCat("job \"", p_.job, "\" is already ", JobStateName(s_.state))));
@@ -36,6 +37,7 @@ class Decider {
   }
 
   Decision Stop(const std::string& reason) {
+    if (p_.gang) return GangRequest(GangProposal::Intent::kStop, reason);
     switch (s_.state) {
       case JobState::kBackoff:
         fx_.push_back(CloseIncident{"stopped"});
@@ -57,6 +59,7 @@ class Decider {
   }
 
   Decision Restart(const std::string& reason) {
+    if (p_.gang) return GangRequest(GangProposal::Intent::kRestart, reason);
     switch (s_.state) {
       case JobState::kStarting:
       case JobState::kRunning:
@@ -92,7 +95,7 @@ class Decider {
     ++s_.attempts_total;
     s_.notice_sent = false;
     s_.notice_what.clear();
-    fx_.push_back(PrepareAttempt{});
+    fx_.push_back(PrepareAttempt{p_.gang, p_.gang ? s_.resume_step : std::nullopt});
   }
 
   Decision Preflight(const PreflightChecked& e) {
@@ -151,6 +154,16 @@ class Decider {
     // A missing executable, working_dir or user does not fix itself: fail now.
     ExitStatus exit;
     exit.spawn_error = std::string(e.status.message());
+    if (p_.gang) {  // The whole gang, through the slice.
+      AttemptExited failed;
+      failed.exit = exit;
+      failed.failure.failure_class = FailureClass::kUnknown;
+      failed.failure.action = RecoveryAction::kFail;
+      failed.failure.rule = "exit:spawn_error";
+      failed.failure.hint = "the attempt cannot be launched on this worker; fix the spec or the worker";
+      Fail(failed);
+      return Done();
+    }
     fx_.push_back(CloseIncident{StrCat("gave up: ", exit.Describe())});
     TransitionTo(JobState::kFailed, exit.Describe(), exit);
     return Done();
@@ -208,6 +221,15 @@ class Decider {
   // --- the attempt ends ---
   Decision Exited(const AttemptExited& e) {
     s_.attempt_alive = false;
+    if (s_.state == JobState::kStopping && s_.stop == StopIntent::kGang) {
+      // Stopped because the gang moved on: no failure of this worker's own.
+      TransitionTo(JobState::kBackoff, StrCat("stopped for gang generation ", s_.gang ? s_.gang->generation : 0,
+                                              " (", e.exit.Describe(), ")"),
+                   e.exit);
+      s_.wait = Wait::kGang;
+      FollowCommit();
+      return Done();
+    }
     if (s_.state == JobState::kStopping && s_.stop != StopIntent::kHang) {
       const bool restart = s_.stop == StopIntent::kRestart;
       fx_.push_back(CloseIncident{"stopped"});  // Stopped before it was up: the last failure's recovery ends.
@@ -232,6 +254,7 @@ class Decider {
   }
 
   void Fail(const AttemptExited& e) {
+    if (p_.gang) return GangFail(e);
     const Classification& failure = e.failure;
     ++s_.failures_by_class[FailureClassName(failure.failure_class)];
     if (e.uptime.count() >= p_.restart.reset_after_seconds) s_.restarts = 0;  // Healthy long enough.
@@ -324,6 +347,14 @@ class Decider {
 
   Decision ResetFinished(const ResetDone& e) {
     if (s_.state != JobState::kBackoff || e.generation != s_.reset_generation) return Done();  // Stale.
+    if (s_.wait == Wait::kGangReset) {
+      if (e.attempted && e.result != "ok") {
+        fx_.push_back(Log{Log::kWarning, StrCat("job ", p_.job, ": TPU reset (", e.backend, ") failed: ", e.result)});
+      }
+      s_.wait = Wait::kGang;
+      Report();
+      return Done();
+    }
     if (s_.wait == Wait::kPreflightReset) {
       BeginLaunch(s_.launch_reason);
       return Done();
@@ -418,6 +449,10 @@ class Decider {
   }
 
   void ResumeBackoff(const Resumed& e) {
+    if (p_.gang) {
+      s_.wait = Wait::kGang;  // The slice tells the current generation (GangCommitted).
+      return;
+    }
     if (s_.reset_pending && p_.can_reset && s_.pending) {
       // An unreset TPU is never restarted on because tpud happened to restart.
       s_.wait = Wait::kFailureReset;
@@ -438,6 +473,132 @@ class Decider {
       return;
     }
     BeginLaunch(s_.launch_reason);
+  }
+
+
+  // --- gangs (core/gang.h) ---
+  // A person's request: a proposal to the slice; what happens comes back as
+  // GangCommitted. Start while the gang is active is refused, as for a job.
+  Decision GangRequest(GangProposal::Intent intent, const std::string& reason) {
+    const bool active = s_.gang && (s_.gang->phase == GangPhase::kStarting || s_.gang->phase == GangPhase::kStopping);
+    if (intent == GangProposal::Intent::kStart && active) {
+      return Done(absl::FailedPreconditionError(StrCat("job \"", p_.job, "\" is already active as a gang (generation ",
+                                                       s_.gang->generation, ": ", GangPhaseName(s_.gang->phase),
+                                                       ")")));
+    }
+    if (intent == GangProposal::Intent::kStop && !active) return Done();  // As systemctl stop: a no-op.
+    GangProposal proposal;
+    proposal.intent = intent;
+    proposal.base_generation = s_.gang ? s_.gang->generation : 0;
+    proposal.worker = p_.worker;
+    proposal.reason = reason;
+    fx_.push_back(ProposeGeneration{proposal});
+    return Done();
+  }
+
+  // A failure on this worker: the gang decides (the leader: the budget, a
+  // deterministic failure, the step), so propose its next generation and
+  // wait for the commit. Once the gang is past this attempt's generation,
+  // the failure is part of that restart already: nothing to propose.
+  void GangFail(const AttemptExited& e) {
+    const Classification& failure = e.failure;
+    ++s_.failures_by_class[FailureClassName(failure.failure_class)];
+    fx_.push_back(OpenIncident{e.exit, failure, e.step});
+    const bool counted = failure.action != RecoveryAction::kWaitAndRestart;
+    if (!counted) fx_.push_back(IncidentCounted{false});
+    s_.last_failure = PastFailure{s_.attempt, failure.failure_class, failure.rule, e.step};
+    s_.failed_generation = s_.generation;
+    const std::string summary = Summary(failure, e.exit);
+    const bool moot = s_.gang && s_.gang->generation > s_.generation;
+    if (!moot) {
+      GangProposal proposal;
+      proposal.intent = GangProposal::Intent::kRestart;
+      proposal.base_generation = s_.generation;
+      proposal.worker = p_.worker;
+      proposal.reason = StrCat("worker ", p_.worker, ": ", summary);
+      proposal.failure = failure;
+      proposal.step = e.step;
+      proposal.counted = counted;
+      fx_.push_back(ProposeGeneration{proposal});
+    }
+    fx_.push_back(IncidentOutcome{"the gang restarts together"});
+    TransitionTo(JobState::kBackoff, StrCat(summary, "; stopping the gang, every worker restarts together"), e.exit);
+    s_.wait = Wait::kGang;
+    FollowCommit();
+  }
+
+  Decision Gang(const GangCommitted& e) {
+    if (!p_.gang) return Done();
+    const GangCommit& commit = e.commit;
+    if (s_.gang && (commit.generation < s_.gang->generation || *s_.gang == commit)) return Done();  // Stale or known.
+    s_.gang = commit;
+    if (!s_.attempt_alive) {
+      FollowCommit();
+      return Done();
+    }
+    if (commit.generation <= s_.generation) return Done();  // This attempt is of the current generation.
+    // The gang moved past this attempt: stop it (a person's stop keeps its meaning).
+    const std::string why = StrCat("gang generation ", commit.generation, ": ", commit.reason);
+    if (s_.state == JobState::kStarting || s_.state == JobState::kRunning) {
+      TransitionTo(JobState::kStopping, why);
+      s_.stop = StopIntent::kGang;
+      SendRung(0);
+    } else if (s_.state == JobState::kStopping) {
+      s_.stop = StopIntent::kGang;
+    }
+    return Done();
+  }
+
+  // With no attempt alive: do what the newest commit asks of this worker.
+  void FollowCommit() {
+    if (!s_.gang || s_.attempt_alive) return;
+    const GangCommit& commit = *s_.gang;
+    const std::string what = StrCat("gang generation ", commit.generation, ": ", commit.reason);
+    switch (commit.phase) {
+      case GangPhase::kStopping:
+        if (commit.generation <= s_.reported_generation || commit.generation <= s_.generation) return;
+        WaitForGang(StrCat(what, "; waiting for every worker to stop"));
+        if (p_.gang_local_reset && commit.reset_class) {
+          s_.wait = Wait::kGangReset;
+          fx_.push_back(ResetTpu{*commit.reset_class, ++s_.reset_generation});
+          return;
+        }
+        Report();
+        return;
+      case GangPhase::kStarting:
+        // This worker's attempt of that generation failed here (and was
+        // proposed), or is being launched: nothing new to do.
+        if (commit.generation < s_.generation || commit.generation == s_.failed_generation) return;
+        if (commit.generation == s_.generation && s_.state != JobState::kBackoff) return;
+        if (commit.generation == s_.generation && s_.wait != Wait::kGang) return;  // A launch retry is armed.
+        s_.generation = commit.generation;
+        s_.restarts = commit.restarts;
+        s_.restarts_by_reason = commit.restarts_by_reason;
+        s_.resume_step = commit.step;
+        BeginLaunch(StrCat(what, commit.step ? StrCat("; from step ", *commit.step) : "; from scratch"));
+        return;
+      case GangPhase::kStopped:
+        if (s_.state == JobState::kStopped) return;
+        fx_.push_back(CloseIncident{"stopped"});
+        TransitionTo(JobState::kStopped, what);
+        return;
+      case GangPhase::kFailed:
+        if (s_.state == JobState::kFailed) return;
+        fx_.push_back(CloseIncident{StrCat("gave up: ", commit.reason)});
+        TransitionTo(JobState::kFailed, what);
+        return;
+    }
+  }
+
+  // BACKOFF, waiting for the gang, with `why`.
+  void WaitForGang(const std::string& why) {
+    DelayLaunch(why);
+    s_.wait = Wait::kGang;
+  }
+
+  void Report() {
+    s_.reported_generation = s_.gang->generation;
+    fx_.push_back(ReportStopped{s_.gang->generation});
   }
 
  private:
@@ -478,6 +639,9 @@ bool State::wants_running() const {
     case JobState::kBackoff:
       return true;
     case JobState::kStopping:
+      if (stop == StopIntent::kGang) {
+        return gang && (gang->phase == GangPhase::kStopping || gang->phase == GangPhase::kStarting);
+      }
       return stop == StopIntent::kHang || stop == StopIntent::kRestart;
     default:
       return false;
@@ -493,6 +657,7 @@ Policy Policy::Of(const JobSpec& spec, bool preflight, bool can_reset) {
   policy.checkpoint_signal = spec.checkpoint_signal;
   policy.preflight = preflight;
   policy.can_reset = can_reset;
+  policy.gang = spec.gang;
   return policy;
 }
 
@@ -531,6 +696,7 @@ Decision Step(const State& state, const Event& event, const Policy& policy) {
         if constexpr (std::is_same_v<E, MaintenanceOver>) return d.NoticeOver();
         if constexpr (std::is_same_v<E, ResetDone>) return d.ResetFinished(e);
         if constexpr (std::is_same_v<E, Resumed>) return d.Resume(e);
+        if constexpr (std::is_same_v<E, GangCommitted>) return d.Gang(e);
       },
       event);
 }

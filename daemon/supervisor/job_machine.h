@@ -16,6 +16,13 @@
 //   an attempt that got the checkpoint signal (a maintenance notice or
 //             preemption, or lost while tpud was down): its exit is a
 //             preemption, whatever its code.
+//
+// A gang job (spec `gang: true`, core/gang.h) decides nothing about restarts
+// alone: a failure proposes the gang's next generation, and the worker then
+// follows the generations the slice commits (GangCommitted): it stops an
+// attempt the gang has moved past, reports its checkpoint steps once the
+// attempt is gone, starts from the committed step, or ends stopped or failed
+// with the gang. Requests (start, stop, restart) become proposals too.
 // docs/architecture.md has the whole table; tests/unit/supervisor/
 // job_machine_test.cc reads as that table.
 //
@@ -33,13 +40,17 @@
 #include "daemon/core/clock.h"
 #include "daemon/core/exit_status.h"
 #include "daemon/core/failure_rule.h"
+#include "daemon/core/gang.h"
 #include "daemon/core/job_spec.h"
 #include "daemon/supervisor/job_state.h"
 
 namespace tpud::machine {
 
-enum class StopIntent { kNone, kStop, kRestart, kHang };
-enum class Wait { kNone, kTimer, kMaintenance, kFailureReset, kPreflightReset };
+// kGang: the gang moved past this attempt's generation.
+enum class StopIntent { kNone, kStop, kRestart, kHang, kGang };
+// kGang: the gang's next commit; kGangReset: a local TPU reset before
+// reporting to the gang.
+enum class Wait { kNone, kTimer, kMaintenance, kFailureReset, kPreflightReset, kGang, kGangReset };
 // What a timer is for; the Job feeds TimerFired with it when it goes off.
 enum class TimerKind { kStartSeconds, kBackoff, kStopRung };
 
@@ -83,6 +94,12 @@ struct State {
   std::optional<PastFailure> last_failure;
   std::map<std::string, std::int64_t> restarts_by_reason;  // By failure class.
   std::map<std::string, std::int64_t> failures_by_class;
+  // Gang jobs only.
+  std::int64_t generation = 0;          // Of the newest attempt (its TPUD_GANG_GENERATION); 0: none.
+  std::optional<GangCommit> gang;       // The newest commit seen.
+  std::int64_t failed_generation = 0;   // A generation whose attempt failed here (proposed already).
+  std::int64_t reported_generation = 0; // The newest kStopping generation reported to.
+  std::optional<std::int64_t> resume_step;  // The committed step the next attempt resumes from.
 
   bool wants_running() const;  // The person's intent: starting, running, backoff, or stopping to restart.
   bool operator==(const State&) const = default;
@@ -98,6 +115,11 @@ struct Policy {
   int checkpoint_signal = 15;
   bool preflight = false;   // Checks run before each attempt.
   bool can_reset = false;   // A TPU reset backend is configured.
+  // Gang jobs: this worker's id, and whether it resets its own TPU (the
+  // local backend) before reporting a generation whose commit asks for one.
+  bool gang = false;
+  int worker = -1;
+  bool gang_local_reset = false;
   static Policy Of(const JobSpec& spec, bool preflight, bool can_reset);
 };
 
@@ -159,9 +181,11 @@ struct Resumed {
   bool maintenance_active = false;
   double jitter = 0;
 };
+// A generation the slice committed (gang jobs), as every worker sees it.
+struct GangCommitted { GangCommit commit; };
 using Event = std::variant<StartRequested, StopRequested, RestartRequested, PreflightChecked, AttemptPrepared,
                            Launched, TimerFired, AttemptExited, HangDetected, MaintenanceNotice, MaintenanceOver,
-                           ResetDone, Resumed>;
+                           ResetDone, Resumed, GangCommitted>;
 
 // --- Effects --------------------------------------------------------------
 // Enter `to` (the event the listener sees): cancels the state's timer.
@@ -175,7 +199,12 @@ struct Transition {
 struct SetReason { std::string reason; };
 struct RunPreflight {};
 // Take the next attempt number, look up the checkpoint; feed AttemptPrepared.
-struct PrepareAttempt {};
+// A gang's attempt resumes from the committed step exactly (`gang`: `step`,
+// or from scratch without one), never from a newer checkpoint of its own.
+struct PrepareAttempt {
+  bool gang = false;
+  std::optional<std::int64_t> step;
+};
 // Launch the prepared attempt; feed Launched.
 struct Launch {};
 struct Signal { int signal; };
@@ -201,6 +230,12 @@ struct CloseIncident { std::string outcome; };
 struct RecordReset { std::string backend; Seconds duration; std::string result; };
 // Something a restarted tpud needs changed without a transition.
 struct Persist {};
+// Gang jobs: ask the slice for the next generation (not blocking; the
+// answer is a GangCommitted).
+struct ProposeGeneration { GangProposal proposal; };
+// Gang jobs: this worker's attempt of an earlier generation is gone; tell
+// the slice, with the steps of its complete checkpoints.
+struct ReportStopped { std::int64_t generation; };
 // A line for the daemon log (the machine itself never logs).
 struct Log {
   enum Level { kInfo, kWarning, kError };
@@ -208,7 +243,8 @@ struct Log {
   std::string text;
 };
 using Effect = std::variant<Transition, SetReason, RunPreflight, PrepareAttempt, Launch, Signal, ArmTimer, ResetTpu,
-                            OpenIncident, IncidentCounted, IncidentOutcome, CloseIncident, RecordReset, Persist, Log>;
+                            OpenIncident, IncidentCounted, IncidentOutcome, CloseIncident, RecordReset, Persist, Log,
+                            ProposeGeneration, ReportStopped>;
 
 struct Decision {
   State next;

@@ -40,6 +40,7 @@ void Job::Restore(JobMemory memory) {
   if (m.state == JobState::kStopping) {
     m.stop = memory.stop_intent == "hang"      ? machine::StopIntent::kHang
              : memory.stop_intent == "restart" ? machine::StopIntent::kRestart
+             : memory.stop_intent == "gang"    ? machine::StopIntent::kGang
                                                : machine::StopIntent::kStop;
     m.stop_rung = memory.stop_rung;
   }
@@ -61,6 +62,8 @@ void Job::Restore(JobMemory memory) {
     m.pending = machine::PendingRestart{last_exit_.value_or(ExitStatus{}), incidents_.back().failure,
                                         incidents_.back().counted};
   }
+  m.generation = memory.gang_generation;
+  m.failed_generation = memory.gang_failed_generation;
   machine_ = std::move(m);
   attempt_started_ = to_steady(memory.attempt_started.value_or(memory.state_since));
   restored_backoff_until_.reset();

@@ -32,6 +32,8 @@ JobRecord ToJobRecord(const JobSnapshot& s, bool desired_running, const std::str
   record.stop_intent = s.stop_intent;
   record.reset_pending = s.reset_pending ? FailureClassName(*s.reset_pending) : "";
   record.log_dropped_bytes = static_cast<std::int64_t>(s.log_dropped_bytes);
+  record.gang_generation = s.gang_generation;
+  record.gang_failed_generation = s.gang_failed_generation;
   return record;
 }
 
@@ -57,6 +59,8 @@ JobMemory ToJobMemory(const JobRecord& record, std::deque<Incident> incidents) {
   memory.stop_intent = record.stop_intent;
   if (!record.reset_pending.empty()) memory.reset_pending = ParseFailureClass(record.reset_pending);
   memory.log_dropped_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, record.log_dropped_bytes));
+  memory.gang_generation = record.gang_generation;
+  memory.gang_failed_generation = record.gang_failed_generation;
   return memory;
 }
 

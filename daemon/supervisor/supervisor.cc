@@ -52,6 +52,12 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
   deps.launcher = deps_.launcher;
   deps.listener = this;
   deps.find_checkpoint = deps_.find_checkpoint;
+  deps.find_checkpoint_at_step = deps_.find_checkpoint_at_step;
+  deps.list_checkpoint_steps = deps_.list_checkpoint_steps;
+  deps.gang = deps_.gang;
+  deps.worker_id = deps_.worker_id;
+  deps.num_workers = deps_.num_workers;
+  deps.reset_is_local = deps_.reset_is_local;
   deps.random = deps_.random;
   deps.watch_file = deps_.watch_file;
   deps.maintenance_active = [this] { return maintenance_active(); };
@@ -69,6 +75,10 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
   deps.log_dir = options_.log_dir;
   deps.default_working_dir = options_.state_dir;
   return std::make_unique<Job>(std::move(spec), std::move(deps));
+}
+
+void Supervisor::OnGangCommitted(const std::string& job, const GangCommit& commit) {
+  if (Job* found = FindJob(job); found != nullptr && found->spec().gang) found->OnGangCommitted(commit);
 }
 
 std::vector<int> Supervisor::AttemptProcessGroups() const {

@@ -80,6 +80,17 @@ class Supervisor final : public JobListener {
     decltype(JobDeps::reset_tpu) reset_tpu;
     // Null: no checks before attempts.
     Preflight preflight;
+    // Gang jobs (spec `gang: true`): the slice, this worker's id and the
+    // slice's size (daemon/slice/). Null: gang jobs run alone, as any job.
+    GangLink* gang = nullptr;
+    int worker_id = -1;
+    int num_workers = 0;
+    // Whether reset_tpu resets this worker's own devices (tpu.reset.backend
+    // local): then every worker of a gang resets before it reports.
+    bool reset_is_local = false;
+    // Null: FindCheckpointAtStep and ListCompleteSteps (checkpoint.h).
+    decltype(JobDeps::find_checkpoint_at_step) find_checkpoint_at_step;
+    decltype(JobDeps::list_checkpoint_steps) list_checkpoint_steps;
   };
 
   Supervisor(Deps deps, Options options);
@@ -128,6 +139,9 @@ class Supervisor final : public JobListener {
   absl::Status RemoveSubmittedJob(const std::string& name, std::optional<Caller> caller = std::nullopt);
   // Starts every job with autostart: true.
   void StartAutostartJobs();
+  // A gang's committed generation (from the slice): the job follows it.
+  // Ignored for an unknown or non-gang job.
+  void OnGangCommitted(const std::string& job, const GangCommit& commit);
 
   // NotFound for an unknown name; FailedPrecondition from Job::Start.
   absl::StatusOr<JobSnapshot> Start(const std::string& name, const std::string& reason);

@@ -24,7 +24,10 @@ std::string Describe(const Effect& effect) {
         if constexpr (std::is_same_v<E, Transition>) return StrCat("-> ", JobStateName(e.to), ": ", e.reason);
         if constexpr (std::is_same_v<E, SetReason>) return StrCat("reason: ", e.reason);
         if constexpr (std::is_same_v<E, RunPreflight>) return "preflight";
-        if constexpr (std::is_same_v<E, PrepareAttempt>) return "prepare";
+        if constexpr (std::is_same_v<E, PrepareAttempt>) {
+          if (!e.gang) return "prepare";
+          return e.step ? StrCat("prepare from step ", *e.step) : std::string("prepare from scratch");
+        }
         if constexpr (std::is_same_v<E, Launch>) return "launch";
         if constexpr (std::is_same_v<E, Signal>) return StrCat("signal ", e.signal);
         if constexpr (std::is_same_v<E, ArmTimer>) {
@@ -46,6 +49,19 @@ std::string Describe(const Effect& effect) {
         if constexpr (std::is_same_v<E, RecordReset>) return StrCat("record reset ", e.backend, " ", e.result);
         if constexpr (std::is_same_v<E, Persist>) return "persist";
         if constexpr (std::is_same_v<E, Log>) return "log";
+        if constexpr (std::is_same_v<E, ProposeGeneration>) {
+          const GangProposal& p = e.proposal;
+          const char* intent = p.intent == GangProposal::Intent::kStart  ? "start"
+                               : p.intent == GangProposal::Intent::kStop ? "stop"
+                                                                         : "restart";
+          std::string out = StrCat("propose ", intent, " after ", p.base_generation, " by worker ", p.worker);
+          if (p.failure) {
+            absl::StrAppend(&out, " (", FailureClassName(p.failure->failure_class), ", ",
+                      RecoveryActionName(p.failure->action), p.counted ? ", counted)" : ", not counted)");
+          }
+          return out;
+        }
+        if constexpr (std::is_same_v<E, ReportStopped>) return StrCat("report ", e.generation);
       },
       effect);
 }
@@ -531,6 +547,182 @@ TEST_CASE("Job machine: wants_running is the person's intent", "[machine]") {
   CHECK(Stopping(StopIntent::kHang).wants_running());
   CHECK_FALSE(Stopping(StopIntent::kStop).wants_running());
   CHECK_FALSE(In(JobState::kFailed).wants_running());
+}
+
+
+// --- Gangs: one job across every worker of a slice (core/gang.h) ---------
+
+Policy GangPolicy(bool local_reset = false) {
+  Policy policy = TestPolicy(local_reset);
+  policy.gang = true;
+  policy.worker = 1;
+  policy.gang_local_reset = local_reset;
+  return policy;
+}
+
+GangCommit Commit(std::int64_t generation, GangPhase phase, std::string reason = "worker 0: crash: exit code 1",
+                  std::optional<std::int64_t> step = std::nullopt) {
+  GangCommit commit;
+  commit.generation = generation;
+  commit.phase = phase;
+  commit.reason = std::move(reason);
+  commit.step = step;
+  return commit;
+}
+
+// A worker of a gang whose generation 3 runs.
+State GangIn(JobState job_state) {
+  State state = In(job_state);
+  state.generation = 3;
+  state.gang = Commit(3, GangPhase::kStarting, "start requested", 40);
+  if (job_state == JobState::kBackoff) state.wait = Wait::kGang;
+  return state;
+}
+
+Row GangRow(std::string name, State state, Event event, std::vector<std::string> effects,
+            std::function<void(const State&)> then = [](const State&) {}, bool local_reset = false) {
+  return Row{std::move(name), std::move(state), std::move(event), std::move(effects), std::move(then),
+             GangPolicy(local_reset)};
+}
+
+TEST_CASE("Job machine, gang: a failure here proposes the next generation and waits for the slice",
+          "[machine][gang]") {
+  State moved_on = GangIn(JobState::kRunning);
+  moved_on.gang = Commit(4, GangPhase::kStopping);
+  Check({
+      GangRow("a crash: proposed, counted; the worker waits in BACKOFF", GangIn(JobState::kRunning), Exit(1),
+              {"open incident crash", "propose restart after 3 by worker 1 (crash, restart, counted)",
+               "outcome: the gang restarts together",
+               "-> backoff: crash: exit code 1; stopping the gang, every worker restarts together"},
+              [](const State& s) {
+                CHECK(s.wait == Wait::kGang);
+                CHECK(s.failed_generation == 3);
+                CHECK(s.restarts == 0);  // The gang counts, at its commit.
+              }),
+      GangRow("a preemption: proposed, not counted", GangIn(JobState::kRunning),
+              Exit(143, Failure(FailureClass::kPreemption, RecoveryAction::kWaitAndRestart)),
+              {"open incident preemption", "not counted",
+               "propose restart after 3 by worker 1 (preemption, wait_and_restart, not counted)",
+               "outcome: the gang restarts together",
+               "-> backoff: preemption: exit code 143; stopping the gang, every worker restarts together"}),
+      GangRow("a deterministic failure: the slice decides, so it is proposed too", GangIn(JobState::kRunning),
+              Exit(1, Failure(FailureClass::kHbmOom, RecoveryAction::kFail)),
+              {"open incident hbm_oom", "propose restart after 3 by worker 1 (hbm_oom, fail, counted)",
+               "outcome: the gang restarts together",
+               "-> backoff: hbm_oom: exit code 1; stopping the gang, every worker restarts together"}),
+      GangRow("a failure after the gang moved on: nothing to propose; report at once", moved_on, Exit(1),
+              {"open incident crash", "outcome: the gang restarts together",
+               "-> backoff: crash: exit code 1; stopping the gang, every worker restarts together",
+               "reason: gang generation 4: worker 0: crash: exit code 1; waiting for every worker to stop",
+               "report 4"}),
+  });
+}
+
+TEST_CASE("Job machine, gang: the worker follows the generations the slice commits", "[machine][gang]") {
+  State stopping = GangIn(JobState::kStopping);
+  stopping.stop = StopIntent::kGang;
+  stopping.gang = Commit(4, GangPhase::kStopping);
+  State reported = GangIn(JobState::kBackoff);
+  reported.gang = Commit(4, GangPhase::kStopping);
+  reported.reported_generation = 4;
+  State stopped = In(JobState::kStopped);
+  stopped.attempt_alive = false;
+  State stopping_for_stop = stopping;
+  stopping_for_stop.gang = Commit(4, GangPhase::kStopped, "stop requested");
+  State failed_here = GangIn(JobState::kBackoff);
+  failed_here.failed_generation = 3;
+  Check({
+      GangRow("a newer generation: the running attempt is stopped", GangIn(JobState::kRunning),
+              GangCommitted{Commit(4, GangPhase::kStopping)},
+              {"-> stopping: gang generation 4: worker 0: crash: exit code 1", "signal 15", "timer rung 10s #1",
+               "persist"},
+              [](const State& s) {
+                CHECK(s.stop == StopIntent::kGang);
+                CHECK(s.wants_running());
+              }),
+      GangRow("the stopped attempt's exit: BACKOFF, and the steps reported", stopping, Exit(143),
+              {"-> backoff: stopped for gang generation 4 (exit code 143)",
+               "reason: gang generation 4: worker 0: crash: exit code 1; waiting for every worker to stop",
+               "report 4"},
+              [](const State& s) { CHECK(s.reported_generation == 4); }),
+      GangRow("starting committed: the attempt resumes from the common step, with the gang's budget", reported,
+              GangCommitted{[] {
+                GangCommit c = Commit(4, GangPhase::kStarting, "worker 0: crash: exit code 1", 40);
+                c.restarts = 2;
+                c.restarts_by_reason = {{"crash", 2}};
+                return c;
+              }()},
+              {"prepare from step 40"},
+              [](const State& s) {
+                CHECK(s.generation == 4);
+                CHECK(s.restarts == 2);
+                CHECK(s.restarts_by_reason.at("crash") == 2);
+                CHECK(s.launch_reason == "gang generation 4: worker 0: crash: exit code 1; from step 40");
+              }),
+      GangRow("starting with no common step: from scratch, whatever this worker holds", reported,
+              GangCommitted{Commit(4, GangPhase::kStarting)}, {"prepare from scratch"}),
+      GangRow("a gang started from stopped: report, then wait", stopped,
+              GangCommitted{Commit(1, GangPhase::kStopping, "start requested")},
+              {"-> backoff: gang generation 1: start requested; waiting for every worker to stop", "report 1"}),
+      GangRow("the gang failed: FAILED here too", GangIn(JobState::kBackoff),
+              GangCommitted{Commit(5, GangPhase::kFailed, "hbm_oom: exit code 1 is not fixed by restarting")},
+              {"close incident: gave up: hbm_oom: exit code 1 is not fixed by restarting",
+               "-> failed: gang generation 5: hbm_oom: exit code 1 is not fixed by restarting"}),
+      GangRow("the gang stopped by a person: the attempt stops, then STOPPED", stopping_for_stop, Exit(143),
+              {"-> backoff: stopped for gang generation 4 (exit code 143)", "close incident: stopped",
+               "-> stopped: gang generation 4: stop requested"},
+              [](const State& s) { CHECK_FALSE(s.wants_running()); }),
+      GangRow("an older commit arriving late: ignored", reported, GangCommitted{Commit(3, GangPhase::kStarting)},
+              {}),
+      GangRow("the commit of a generation that failed here, seen again: no lone relaunch", failed_here,
+              GangCommitted{Commit(3, GangPhase::kStarting, "again", 40)}, {}),
+      GangRow("a generation this attempt belongs to: it runs on", GangIn(JobState::kRunning),
+              GangCommitted{Commit(3, GangPhase::kStarting, "restated", 40)}, {}),
+  });
+}
+
+TEST_CASE("Job machine, gang: a local reset backend resets each worker before it reports", "[machine][gang]") {
+  State idle = GangIn(JobState::kBackoff);
+  GangCommit commit = Commit(4, GangPhase::kStopping, "worker 0: deadline_exceeded: exit code 1");
+  commit.reset_class = FailureClass::kDeadlineExceeded;
+  const Decision reset = Step(idle, GangCommitted{commit}, GangPolicy(/*local_reset=*/true));
+  CHECK(Effects(reset) ==
+        std::vector<std::string>{
+            "reason: gang generation 4: worker 0: deadline_exceeded: exit code 1; waiting for every worker to stop",
+            "reset deadline_exceeded gen 1"});
+  CHECK(reset.next.wait == Wait::kGangReset);
+  const Decision done = Step(reset.next, ResetDone{1, true, "local", Seconds(2), "ok"}, GangPolicy(true));
+  CHECK(Effects(done) == std::vector<std::string>{"report 4"});
+  // Without a local backend the leader resets the slice: the worker reports at once.
+  CHECK(Effects(Step(idle, GangCommitted{commit}, GangPolicy(false))).back() == "report 4");
+}
+
+TEST_CASE("Job machine, gang: requests are proposals to the slice", "[machine][gang]") {
+  State stopped = In(JobState::kStopped);
+  stopped.attempt_alive = false;
+  Check({
+      GangRow("start: proposed", stopped, StartRequested{"start requested"},
+              {"propose start after 0 by worker 1"}),
+      GangRow("stop of a running gang: proposed", GangIn(JobState::kRunning), StopRequested{"stop requested"},
+              {"propose stop after 3 by worker 1"}),
+      GangRow("restart: proposed", GangIn(JobState::kRunning), RestartRequested{"restart requested"},
+              {"propose restart after 3 by worker 1"}),
+      GangRow("stop of a stopped gang: nothing", stopped, StopRequested{"stop"}, {}),
+  });
+  const Decision again = Step(GangIn(JobState::kRunning), StartRequested{"again"}, GangPolicy());
+  CHECK(again.status.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(again.status.message() == "job \"digits\" is already active as a gang (generation 3: starting)");
+}
+
+TEST_CASE("Job machine, gang: a launch that cannot work fails the gang through the slice", "[machine][gang]") {
+  State launching = GangIn(JobState::kStarting);
+  launching.attempt_alive = false;
+  const Decision d = Step(launching, Launched{absl::NotFoundError("no such file")}, GangPolicy());
+  CHECK(Effects(d) == std::vector<std::string>{
+                          "open incident unknown", "propose restart after 3 by worker 1 (unknown, fail, counted)",
+                          "outcome: the gang restarts together",
+                          "-> backoff: unknown: spawn failed: no such file; stopping the gang, every worker "
+                          "restarts together"});
 }
 
 }  // namespace
