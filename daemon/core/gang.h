@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "daemon/core/failure_rule.h"
+#include "daemon/core/job_spec.h"
 
 namespace tpud {
 
@@ -49,6 +50,9 @@ struct GangProposal {
   std::optional<Classification> failure;
   std::optional<std::int64_t> step;
   bool counted = false;
+  // The job's restart policy (every worker has the same spec): the leader
+  // applies it (budget, backoff) without knowing the job itself.
+  RestartPolicy restart;
 };
 
 // A generation as committed in etcd: what every worker acts on.

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/core/durations.h"
-#include "daemon/supervisor/backoff.h"
+#include "daemon/core/backoff.h"
 
 namespace tpud::machine {
 namespace {
@@ -492,6 +492,7 @@ class Decider {
     proposal.base_generation = s_.gang ? s_.gang->generation : 0;
     proposal.worker = p_.worker;
     proposal.reason = reason;
+    proposal.restart = p_.restart;
     fx_.push_back(ProposeGeneration{proposal});
     return Done();
   }
@@ -519,6 +520,7 @@ class Decider {
       proposal.failure = failure;
       proposal.step = e.step;
       proposal.counted = counted;
+      proposal.restart = p_.restart;
       fx_.push_back(ProposeGeneration{proposal});
     }
     fx_.push_back(IncidentOutcome{"the gang restarts together"});

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
-#include "daemon/supervisor/backoff.h"
+#include "daemon/core/backoff.h"
 #include "tests/fakes/job_harness.h"
 
 namespace tpud {

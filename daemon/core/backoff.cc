@@ -1,4 +1,4 @@
-#include "daemon/supervisor/backoff.h"
+#include "daemon/core/backoff.h"
 
 #include <algorithm>
 #include <cmath>
