@@ -11,6 +11,7 @@ PACKAGES=(
   libre2-dev libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   python3 python3-torch python3-sklearn python3-grpcio
   prometheus curl procps
+  etcd-server etcd-client
   zsh scdoc lintian
   clang libclang-rt-14-dev e2fsprogs util-linux mount
   "$@"

@@ -73,7 +73,9 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
   grpc::ChannelArguments args;
   // Reconnect fast after a member restarts (gRPC's default backoff grows to 120 s).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also uses it as the minimum
+  // connect timeout (src/core/ext/filters/client_channel/subchannel.cc), and
+  // 100 ms there abandons handshakes with a loaded member.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(options.keepalive_time.count()));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(options.keepalive_timeout.count()));
