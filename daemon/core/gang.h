@@ -80,4 +80,19 @@ struct GangReport {
 // common (or no report): the gang starts from scratch.
 std::optional<std::int64_t> CommonStep(const std::vector<GangReport>& reports);
 
+// What a gang job's Job asks of the slice (daemon/slice/ in production).
+// Called on the daemon's loop; must not block (etcd is reached from elsewhere).
+class GangLink {
+ public:
+  virtual ~GangLink() = default;
+  // Proposes the gang's next generation; the answer arrives later as a commit
+  // (Supervisor::OnGangCommitted). Kept and retried while etcd is unreachable.
+  virtual void Propose(const std::string& job, const GangProposal& proposal) = 0;
+  // This worker's attempt of an earlier generation is gone.
+  virtual void Report(const std::string& job, const GangReport& report) = 0;
+  // A gang job was added on this worker: deliver the gang's current
+  // generation to it (it may have been committed before the job existed here).
+  virtual void Join(const std::string& job) = 0;
+};
+
 }  // namespace tpud

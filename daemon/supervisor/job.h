@@ -118,18 +118,6 @@ class JobListener {
   virtual void OnJobUpdated(const std::string& job) {}
 };
 
-// What a gang job's Job asks of the slice (daemon/slice/ in production).
-// Called on the loop; must not block (etcd is reached from elsewhere).
-class GangLink {
- public:
-  virtual ~GangLink() = default;
-  // Proposes the gang's next generation; the answer arrives later as a commit
-  // (Job::OnGangCommitted). Kept and retried while etcd is unreachable.
-  virtual void Propose(const std::string& job, const GangProposal& proposal) = 0;
-  // This worker's attempt of an earlier generation is gone.
-  virtual void Report(const std::string& job, const GangReport& report) = 0;
-};
-
 // What a Job needs from the outside; all must outlive the Job.
 struct JobDeps {
   Clock* clock = nullptr;

@@ -1,0 +1,601 @@
+#include "daemon/slice/coordinator.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace tpud::slice {
+namespace {
+
+using etcd::Compare;
+using etcd::TxnOp;
+
+constexpr int kMaxCasRounds = 5;  // Re-reads of one generation key per pass before trying later.
+
+}  // namespace
+
+Coordinator::Coordinator(etcd::EtcdClient& etcd, CoordinatorOptions options, CoordinatorHooks hooks)
+    : etcd_(etcd), options_(std::move(options)), hooks_(std::move(hooks)), keys_(options_.prefix, options_.slice) {}
+
+Coordinator::~Coordinator() { Stop(); }
+
+void Coordinator::Start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Coordinator::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(inputs_mu_);
+    stopping_ = true;
+  }
+  inputs_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (watcher_) watcher_->Stop();
+  if (keepalive_) keepalive_->Stop();
+  watcher_.reset();
+  keepalive_.reset();
+}
+
+void Coordinator::Enqueue(Input input) {
+  {
+    std::lock_guard<std::mutex> lock(inputs_mu_);
+    inputs_.push_back(std::move(input));
+  }
+  inputs_cv_.notify_all();
+}
+
+void Coordinator::Propose(const std::string& job, const GangProposal& proposal) {
+  Input input(Input::kProposal);
+  input.job = job;
+  input.proposal = proposal;
+  Enqueue(std::move(input));
+}
+
+void Coordinator::Report(const std::string& job, const GangReport& report) {
+  Input input(Input::kReport);
+  input.job = job;
+  input.report = report;
+  Enqueue(std::move(input));
+}
+
+void Coordinator::Join(const std::string& job) {
+  Input input(Input::kJoin);
+  input.job = job;
+  Enqueue(std::move(input));
+}
+
+void Coordinator::Publish(const std::string& job, const std::string& spec_yaml) {
+  Input input(Input::kPublish);
+  input.job = job;
+  input.spec_yaml = spec_yaml;
+  Enqueue(std::move(input));
+}
+
+SliceView Coordinator::View() const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  SliceView view;
+  view.slice = options_.slice;
+  view.worker_id = options_.worker_id;
+  view.num_workers = options_.num_workers;
+  view.etcd_up = etcd_up_;
+  view.etcd_error = etcd_error_;
+  view.leader = leader_;
+  view.members = members_;
+  view.gang_restarts = gang_restarts_;
+  for (const auto& [job, gang] : gangs_) {
+    view.gangs.push_back(SliceView::Gang{job, gang.record, gang.reports, gang.waiting_for});
+  }
+  return view;
+}
+
+std::int64_t Coordinator::NowUnixMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Coordinator::Run() {
+  for (;;) {
+    std::deque<Input> inputs;
+    {
+      std::unique_lock<std::mutex> lock(inputs_mu_);
+      inputs_cv_.wait_for(lock, options_.tick, [this] { return stopping_ || !inputs_.empty(); });
+      if (stopping_) return;
+      inputs.swap(inputs_);
+    }
+    Drain(inputs);
+    if (!EnsureSession()) continue;
+    Deliver();
+    bool ok = FlushSpecs() && FlushReports() && FlushProposals() && Elect();
+    if (ok) Lead();
+    Deliver();
+  }
+}
+
+void Coordinator::EtcdDown(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  if (etcd_up_ || etcd_error_ != status.message()) {
+    SPDLOG_WARN("slice {}: etcd: {}; training goes on, gang work waits for etcd", options_.slice,
+                std::string(status.message()));
+  }
+  etcd_up_ = false;
+  etcd_error_ = std::string(status.message());
+}
+
+// --- session: lease, member key, watch ---
+
+std::optional<std::int64_t> Coordinator::LoadLease() const {
+  if (options_.state_dir.empty()) return std::nullopt;
+  std::ifstream in(options_.state_dir / "slice-lease");
+  std::string text;
+  std::int64_t id = 0;
+  if (!(in >> text) || !absl::SimpleAtoi(text, &id) || id == 0) return std::nullopt;
+  return id;
+}
+
+void Coordinator::PersistLease() const {
+  if (options_.state_dir.empty()) return;
+  const std::filesystem::path path = options_.state_dir / "slice-lease";
+  const std::filesystem::path tmp = options_.state_dir / "slice-lease.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << lease_.id << "\n";
+    if (!out.flush()) {
+      SPDLOG_WARN("slice {}: cannot write {}: a tpud restart will join with a new lease", options_.slice,
+                  tmp.string());
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) SPDLOG_WARN("slice {}: cannot write {}: {}", options_.slice, path.string(), ec.message());
+}
+
+bool Coordinator::EnsureSession() {
+  if (!keepalive_ || !keepalive_->alive()) {
+    keepalive_.reset();
+    member_written_ = false;
+    std::optional<etcd::Lease> lease;
+    if (lease_.id == 0) {
+      // A restarted tpud takes over the lease its predecessor kept alive.
+      if (std::optional<std::int64_t> kept = LoadLease()) {
+        absl::StatusOr<etcd::LeaseTimeToLive> ttl = etcd_.TimeToLive(*kept);
+        if (ttl.ok() && ttl->remaining.count() > 0) {
+          lease = etcd::Lease{*kept, ttl->granted};
+          SPDLOG_INFO("slice {}: worker {} rejoins with its lease {:x} ({} s left)", options_.slice,
+                      options_.worker_id, *kept, ttl->remaining.count());
+        } else if (!ttl.ok() && ttl.status().code() != absl::StatusCode::kNotFound) {
+          EtcdDown(ttl.status());
+          return false;
+        }
+      }
+    }
+    if (!lease) {
+      absl::StatusOr<etcd::Lease> granted = etcd_.GrantLease(options_.lease_ttl);
+      if (!granted.ok()) {
+        EtcdDown(granted.status());
+        return false;
+      }
+      lease = *granted;
+    }
+    lease_ = *lease;
+    PersistLease();
+    absl::StatusOr<std::unique_ptr<etcd::LeaseKeepAlive>> keepalive =
+        etcd_.KeepAlive(lease_, [this](std::int64_t, const absl::Status& why) {
+          SPDLOG_WARN("slice {}: worker {} lost its lease: {}; joining again", options_.slice, options_.worker_id,
+                      std::string(why.message()));
+          Enqueue(Input(Input::kLeaseLost));
+        });
+    if (!keepalive.ok()) {
+      EtcdDown(keepalive.status());
+      return false;
+    }
+    keepalive_ = *std::move(keepalive);
+  }
+  if (!member_written_) {
+    MemberRecord member;
+    member.worker = options_.worker_id;
+    member.host = options_.host;
+    member.version = TPUD_VERSION;
+    member.pid = getpid();
+    member.joined_unix_ms = NowUnixMs();
+    absl::StatusOr<std::int64_t> put = etcd_.Put(keys_.member(options_.worker_id), EncodeMember(member), lease_.id);
+    if (!put.ok()) {
+      EtcdDown(put.status());
+      return false;
+    }
+    member_written_ = true;
+    SPDLOG_INFO("slice {}: worker {} of {} joined (lease {:x}, {} s)", options_.slice, options_.worker_id,
+                options_.num_workers, lease_.id, lease_.ttl.count());
+  }
+  if (!watcher_ || !watcher_->running()) return Load();
+  return true;
+}
+
+// Reads the whole slice, then follows it from the next revision.
+bool Coordinator::Load() {
+  watcher_.reset();
+  absl::StatusOr<etcd::RangeResult> all = etcd_.GetPrefix(keys_.root);
+  if (!all.ok()) {
+    EtcdDown(all.status());
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    members_.clear();
+    leader_.reset();
+    leader_lease_ = 0;
+    for (auto& [job, gang] : gangs_) {
+      gang.spec.reset();
+      gang.record.reset();
+      gang.record_mod_revision = 0;
+      gang.reports.clear();
+    }
+  }
+  for (const etcd::KeyValue& kv : all->kvs) ApplyPut(kv);
+  etcd::WatchOptions watch;
+  watch.key = keys_.root;
+  watch.prefix = true;
+  watch.start_revision = all->revision + 1;
+  absl::StatusOr<std::unique_ptr<etcd::Watcher>> watcher = etcd_.Watch(watch, [this](const etcd::WatchUpdate& u) {
+    Input input(Input::kWatch);
+    input.update = u;
+    Enqueue(std::move(input));
+  });
+  if (!watcher.ok()) {
+    EtcdDown(watcher.status());
+    return false;
+  }
+  watcher_ = *std::move(watcher);
+  std::lock_guard<std::mutex> lock(view_mu_);
+  if (!etcd_up_) SPDLOG_INFO("slice {}: etcd reachable", options_.slice);
+  etcd_up_ = true;
+  etcd_error_.clear();
+  return true;
+}
+
+void Coordinator::Drain(std::deque<Input>& inputs) {
+  for (Input& input : inputs) {
+    switch (input.kind) {
+      case Input::kProposal:
+        proposals_.emplace_back(input.job, std::move(input.proposal));
+        break;
+      case Input::kReport:
+        reports_[input.job] = input.report;
+        break;
+      case Input::kJoin: {
+        std::lock_guard<std::mutex> lock(view_mu_);
+        gangs_[input.job].delivered.reset();  // Deliver the current commit again.
+        break;
+      }
+      case Input::kPublish:
+        specs_[input.job] = std::move(input.spec_yaml);
+        break;
+      case Input::kLeaseLost:
+        if (keepalive_) keepalive_->Stop();
+        break;
+      case Input::kWatch: {
+        const etcd::WatchUpdate& u = input.update;
+        if (u.kind != etcd::WatchUpdate::kEvents) {
+          SPDLOG_WARN("slice {}: watch ended ({}); reading the slice again", options_.slice,
+                      u.kind == etcd::WatchUpdate::kCompacted ? "compacted" : u.reason);
+          watcher_.reset();  // EnsureSession loads again.
+          break;
+        }
+        for (const etcd::WatchEvent& event : u.events) {
+          if (event.type == etcd::WatchEvent::kPut) {
+            ApplyPut(event.kv);
+          } else {
+            ApplyDelete(event.kv);
+          }
+        }
+        break;
+      }
+    }
+  }
+}
+
+void Coordinator::ApplyPut(const etcd::KeyValue& kv) {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  if (std::optional<int> worker = keys_.MemberOf(kv.key)) {
+    absl::StatusOr<MemberRecord> member = DecodeMember(kv.value);
+    if (member.ok()) members_[*worker] = *member;
+    return;
+  }
+  if (kv.key == keys_.leader()) {
+    int worker = -1;
+    if (absl::SimpleAtoi(kv.value, &worker)) {
+      leader_ = worker;
+      leader_lease_ = kv.lease;
+      if (worker == options_.worker_id) leader_create_revision_ = kv.create_revision;
+    }
+    return;
+  }
+  std::optional<std::pair<std::string, std::string>> gang_key = keys_.GangKeyOf(kv.key);
+  if (!gang_key) return;
+  GangState& gang = gangs_[gang_key->first];
+  const std::string& what = gang_key->second;
+  if (what == "spec") {
+    gang.spec = kv.value;
+  } else if (what == "generation") {
+    if (kv.mod_revision < gang.record_mod_revision) return;  // Older than what a Txn already showed.
+    absl::StatusOr<GenerationRecord> record = DecodeGeneration(kv.value);
+    if (!record.ok()) {
+      SPDLOG_ERROR("slice {}: {}: {}", options_.slice, kv.key, std::string(record.status().message()));
+      return;
+    }
+    gang.record = *record;
+    gang.record_mod_revision = kv.mod_revision;
+  } else if (what.rfind("reports/", 0) == 0) {
+    absl::StatusOr<GangReport> report = DecodeReport(kv.value);
+    if (report.ok()) gang.reports[report->worker] = *report;
+  }
+}
+
+void Coordinator::ApplyDelete(const etcd::KeyValue& kv) {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  if (std::optional<int> worker = keys_.MemberOf(kv.key)) {
+    members_.erase(*worker);
+    return;
+  }
+  if (kv.key == keys_.leader()) {
+    leader_.reset();
+    leader_lease_ = 0;
+    return;
+  }
+  std::optional<std::pair<std::string, std::string>> gang_key = keys_.GangKeyOf(kv.key);
+  if (!gang_key) return;
+  GangState& gang = gangs_[gang_key->first];
+  const std::string& what = gang_key->second;
+  if (what == "spec") gang.spec.reset();
+  if (what == "generation") {
+    gang.record.reset();
+    gang.record_mod_revision = 0;
+  }
+  if (what.rfind("reports/", 0) == 0) {
+    int worker = -1;
+    if (absl::SimpleAtoi(what.substr(8), &worker)) gang.reports.erase(worker);
+  }
+}
+
+// Posts new specs, then new commits, to the loop.
+void Coordinator::Deliver() {
+  std::vector<std::pair<std::string, std::string>> specs;
+  std::vector<std::pair<std::string, GangCommit>> commits;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    for (auto& [job, gang] : gangs_) {
+      if (gang.spec && gang.spec != gang.delivered_spec) {
+        gang.delivered_spec = gang.spec;
+        specs.emplace_back(job, *gang.spec);
+      }
+      if (gang.record && gang.record->commit != gang.delivered) {
+        gang.delivered = gang.record->commit;
+        commits.emplace_back(job, gang.record->commit);
+      }
+    }
+  }
+  if (!hooks_.post) return;
+  for (auto& [job, yaml] : specs) {
+    if (hooks_.on_spec) hooks_.post([this, job = job, yaml = yaml] { hooks_.on_spec(job, yaml); });
+  }
+  for (auto& [job, commit] : commits) {
+    if (hooks_.on_commit) hooks_.post([this, job = job, commit = commit] { hooks_.on_commit(job, commit); });
+  }
+}
+
+// --- this worker's writes ---
+
+bool Coordinator::FlushSpecs() {
+  while (!specs_.empty()) {
+    auto it = specs_.begin();
+    absl::StatusOr<std::int64_t> put = etcd_.Put(keys_.spec(it->first), it->second);
+    if (!put.ok()) {
+      EtcdDown(put.status());
+      return false;
+    }
+    specs_.erase(it);
+  }
+  return true;
+}
+
+bool Coordinator::FlushReports() {
+  while (!reports_.empty()) {
+    auto it = reports_.begin();
+    absl::StatusOr<std::int64_t> put =
+        etcd_.Put(keys_.report(it->first, it->second.worker), EncodeReport(it->second));
+    if (!put.ok()) {
+      EtcdDown(put.status());
+      return false;
+    }
+    SPDLOG_INFO("slice {}: job {}: worker {} stopped for generation {}, holding {} checkpoint step(s)",
+                options_.slice, it->first, it->second.worker, it->second.generation, it->second.steps.size());
+    reports_.erase(it);
+  }
+  return true;
+}
+
+bool Coordinator::FlushProposals() {
+  while (!proposals_.empty()) {
+    const auto& [job, proposal] = proposals_.front();
+    bool done = false;
+    for (int round = 0; round < kMaxCasRounds && !done; ++round) {
+      std::optional<GenerationRecord> current;
+      std::int64_t mod_revision = 0;
+      {
+        std::lock_guard<std::mutex> lock(view_mu_);
+        const GangState& gang = gangs_[job];
+        current = gang.record;
+        mod_revision = gang.record_mod_revision;
+      }
+      std::optional<GenerationRecord> next = ApplyProposal(current, proposal, NowUnixMs());
+      if (!next) {
+        SPDLOG_INFO("slice {}: job {}: proposal of worker {} is moot: the gang is at generation {} ({})",
+                    options_.slice, job, proposal.worker, current ? current->commit.generation : 0,
+                    current ? GangPhaseName(current->commit.phase) : "none");
+        done = true;
+        break;
+      }
+      const std::string key = keys_.generation(job);
+      etcd::Txn txn;
+      txn.If(Compare::ModRevision(key, Compare::kEqual, mod_revision))
+          .Then(TxnOp::Put(key, EncodeGeneration(*next)))
+          .Else(TxnOp::Get(key));
+      absl::StatusOr<etcd::TxnResult> result = etcd_.Commit(txn);
+      if (!result.ok()) {
+        EtcdDown(result.status());
+        return false;  // Kept: retried when etcd answers (an unknown outcome re-reads first).
+      }
+      if (result->succeeded) {
+        SPDLOG_INFO("slice {}: job {}: generation {} ({}): {}", options_.slice, job, next->commit.generation,
+                    GangPhaseName(next->commit.phase), next->commit.reason);
+        etcd::KeyValue kv;
+        kv.key = key;
+        kv.value = EncodeGeneration(*next);
+        kv.mod_revision = result->revision;
+        ApplyPut(kv);
+        done = true;
+      } else if (!result->results.empty() && !result->results[0].kvs.empty()) {
+        ApplyPut(result->results[0].kvs[0]);  // Someone else's proposal won: decide again on it.
+      } else {
+        etcd::KeyValue gone;
+        gone.key = key;
+        ApplyDelete(gone);
+      }
+    }
+    if (!done) return true;  // Contended: try again on the next pass.
+    proposals_.pop_front();
+  }
+  return true;
+}
+
+// --- the leader ---
+
+bool Coordinator::Elect() {
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    if (leader_) return true;
+  }
+  etcd::Txn txn;
+  txn.If(Compare::CreateRevision(keys_.leader(), Compare::kEqual, 0))
+      .Then(TxnOp::Put(keys_.leader(), std::to_string(options_.worker_id), lease_.id))
+      .Else(TxnOp::Get(keys_.leader()));
+  absl::StatusOr<etcd::TxnResult> result = etcd_.Commit(txn);
+  if (!result.ok()) {
+    EtcdDown(result.status());
+    return false;
+  }
+  if (result->succeeded) {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    leader_ = options_.worker_id;
+    leader_lease_ = lease_.id;
+    leader_create_revision_ = result->revision;
+    SPDLOG_INFO("slice {}: worker {} leads the slice", options_.slice, options_.worker_id);
+  } else if (!result->results.empty() && !result->results[0].kvs.empty()) {
+    ApplyPut(result->results[0].kvs[0]);
+  }
+  return true;
+}
+
+bool Coordinator::FencedWrite(const std::string& job, const GenerationRecord& next) {
+  std::int64_t mod_revision = 0;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    mod_revision = gangs_[job].record_mod_revision;
+  }
+  const std::string key = keys_.generation(job);
+  etcd::Txn txn;
+  txn.If(Compare::CreateRevision(keys_.leader(), Compare::kEqual, leader_create_revision_))
+      .If(Compare::ModRevision(key, Compare::kEqual, mod_revision))
+      .Then(TxnOp::Put(key, EncodeGeneration(next)));
+  absl::StatusOr<etcd::TxnResult> result = etcd_.Commit(txn);
+  if (!result.ok()) {
+    EtcdDown(result.status());
+    return false;
+  }
+  if (!result->succeeded) return false;  // No longer the leader, or the record moved: the watch tells.
+  etcd::KeyValue kv;
+  kv.key = key;
+  kv.value = EncodeGeneration(next);
+  kv.mod_revision = result->revision;
+  ApplyPut(kv);
+  SPDLOG_INFO("slice {}: job {}: generation {} {}: {}", options_.slice, job, next.commit.generation,
+              GangPhaseName(next.commit.phase), next.commit.reason);
+  return true;
+}
+
+void Coordinator::Lead() {
+  std::set<int> members;
+  std::vector<std::pair<std::string, GangState>> gangs;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    if (!leader_ || *leader_ != options_.worker_id || leader_lease_ != lease_.id) return;
+    for (const auto& [worker, member] : members_) members.insert(worker);
+    for (const auto& [job, gang] : gangs_) {
+      if (gang.record) gangs.emplace_back(job, gang);
+    }
+  }
+  const std::int64_t now = NowUnixMs();
+  for (auto& [job, gang] : gangs) {
+    const GenerationRecord& record = *gang.record;
+    if (record.commit.phase == GangPhase::kStarting) {
+      for (int worker = 0; worker < options_.num_workers; ++worker) {
+        if (members.count(worker) != 0) continue;
+        std::optional<GenerationRecord> next = LoseWorker(record, worker, now);
+        if (next && !FencedWrite(job, *next)) return;
+        break;
+      }
+      continue;
+    }
+    if (record.commit.phase != GangPhase::kStopping) continue;
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    LeaderStep step = Decide(record, members, gang.reports, options_.num_workers, options_.reset, uniform(random_), now);
+    {
+      std::lock_guard<std::mutex> lock(view_mu_);
+      gangs_[job].waiting_for = step.waiting_for;
+    }
+    if (step.kind == LeaderStep::kWait) continue;
+    if (step.kind == LeaderStep::kResetSlice) {
+      if (!FencedWrite(job, step.next)) return;
+      SPDLOG_WARN("slice {}: job {}: resetting the slice for generation {} ({})", options_.slice, job,
+                  record.commit.generation, FailureClassName(*record.commit.reset_class));
+      const absl::Status reset = options_.reset_slice ? options_.reset_slice()
+                                                      : absl::UnimplementedError("no slice reset configured");
+      if (reset.ok()) {
+        SPDLOG_INFO("slice {}: job {}: slice reset done", options_.slice, job);
+      } else {
+        SPDLOG_ERROR("slice {}: job {}: slice reset failed: {}; restarting without it", options_.slice, job,
+                     std::string(reset.message()));
+      }
+      continue;
+    }
+    // kCommit, after the gang's backoff.
+    const auto steady_now = std::chrono::steady_clock::now();
+    if (step.delay.count() > 0 && step.next.commit.phase == GangPhase::kStarting) {
+      std::optional<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> due;
+      {
+        std::lock_guard<std::mutex> lock(view_mu_);
+        due = gangs_[job].due;
+        if (!due || due->first != record.commit.generation) {
+          due = std::make_pair(record.commit.generation,
+                               steady_now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(step.delay));
+          gangs_[job].due = due;
+          gangs_[job].waiting_for = absl::StrCat("backoff ", step.delay.count(), " s");
+        }
+      }
+      if (steady_now < due->second) continue;
+    }
+    if (!FencedWrite(job, step.next)) return;
+    if (step.next.commit.phase == GangPhase::kStarting && record.counted) {
+      std::lock_guard<std::mutex> lock(view_mu_);
+      ++gang_restarts_;
+    }
+  }
+}
+
+}  // namespace tpud::slice

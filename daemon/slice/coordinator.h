@@ -1,0 +1,184 @@
+// One worker's part in its slice's gang coordination, through etcd: keeps
+// this tpud's membership (a lease and a member key), proposes generations,
+// publishes reports and gang specs, follows every gang's committed
+// generation, and, when this worker is the slice's leader, decides each
+// stopping generation (gang_rules.h) and commits it with writes fenced on
+// the leader key. Keys and values: records.h.
+//
+// Safety: the coordinator never invents a commit. Workers act only on
+// generations read from etcd, so while etcd is unreachable, or this worker's
+// lease lapsed, nothing is stopped or started; proposals and reports wait
+// and are retried, and a lapsed lease is replaced by a new one.
+// A tpud restart rejoins with the lease it had (its id is kept in
+// state_dir/slice-lease), so no peer sees this worker lost.
+//
+// Threads: one coordinator thread does all etcd work; the lease keepalive
+// and the watch have their own (etcd_client.h). Hooks run on the daemon's
+// loop through `post`. Propose, Report, Join and Publish may be called from
+// any thread and never block; View is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "daemon/core/gang.h"
+#include "daemon/etcd/etcd_client.h"
+#include "daemon/slice/gang_rules.h"
+#include "daemon/slice/records.h"
+
+namespace tpud::slice {
+
+struct CoordinatorOptions {
+  std::string prefix = "/tpud";  // slice.etcd.prefix
+  std::string slice;             // The slice's name.
+  int worker_id = 0;
+  int num_workers = 1;
+  std::chrono::seconds lease_ttl{15};
+  std::string host;                  // This worker's host name, for `tpuctl slice`.
+  std::filesystem::path state_dir;   // Where the lease id is kept across tpud restarts; empty: not kept.
+  SliceReset reset = SliceReset::kNone;
+  // SliceReset::kSlice: resets the whole slice (queuedResources.reset);
+  // blocks the coordinator thread until the reset is done.
+  std::function<absl::Status()> reset_slice;
+  std::chrono::milliseconds tick{250};  // How often pending work is retried.
+};
+
+struct CoordinatorHooks {
+  std::function<void(std::function<void()>)> post;  // Runs a function on the daemon's loop.
+  // On the loop: a gang's committed generation, each distinct one once (and
+  // again after Join).
+  std::function<void(const std::string& job, const GangCommit& commit)> on_commit;
+  // On the loop: a gang spec published through etcd (YAML), new or changed.
+  std::function<void(const std::string& job, const std::string& spec_yaml)> on_spec;
+};
+
+// What `tpuctl slice` and the metrics show.
+struct SliceView {
+  std::string slice;
+  int worker_id = 0;
+  int num_workers = 0;
+  bool etcd_up = false;
+  std::string etcd_error;          // The last etcd error while down.
+  std::optional<int> leader;
+  std::map<int, MemberRecord> members;
+  struct Gang {
+    std::string job;
+    std::optional<GenerationRecord> record;
+    std::map<int, GangReport> reports;
+    std::string waiting_for;       // The leader's: who a stopping generation waits for.
+  };
+  std::vector<Gang> gangs;
+  std::int64_t gang_restarts = 0;  // Generations this worker's leader committed to kStarting after a failure.
+};
+
+class Coordinator final : public GangLink {
+ public:
+  Coordinator(etcd::EtcdClient& etcd, CoordinatorOptions options, CoordinatorHooks hooks);
+  ~Coordinator() override;  // Stop().
+
+  // Starts the coordinator thread. Joining etcd happens there (and is retried).
+  void Start();
+  // Stops the thread. The lease is not revoked: it lapses after its TTL
+  // unless the next tpud takes it over.
+  void Stop();
+
+  void Propose(const std::string& job, const GangProposal& proposal) override;
+  void Report(const std::string& job, const GangReport& report) override;
+  void Join(const std::string& job) override;
+  // Stores a gang spec for every worker to run (kept and retried).
+  void Publish(const std::string& job, const std::string& spec_yaml);
+
+  SliceView View() const;
+
+ private:
+  struct GangState {
+    std::optional<std::string> spec;
+    std::optional<GenerationRecord> record;
+    std::int64_t record_mod_revision = 0;  // 0: no record.
+    std::map<int, GangReport> reports;
+    std::string waiting_for;
+    std::optional<GangCommit> delivered;  // The last commit posted.
+    std::optional<std::string> delivered_spec;
+    // The leader's pending commit after a backoff: (generation, due time).
+    std::optional<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> due;
+  };
+  struct Input {
+    enum Kind { kProposal, kReport, kJoin, kPublish, kWatch, kLeaseLost };
+    explicit Input(Kind k) : kind(k) {}
+    Kind kind;
+    std::string job;
+    GangProposal proposal;
+    GangReport report;
+    std::string spec_yaml;
+    etcd::WatchUpdate update;
+  };
+
+  void Enqueue(Input input);
+  void Run();
+  // Each returns false when etcd failed (recorded in the view).
+  bool EnsureSession();
+  bool Load();
+  void Drain(std::deque<Input>& inputs);
+  void ApplyPut(const etcd::KeyValue& kv);
+  void ApplyDelete(const etcd::KeyValue& kv);
+  void Deliver();
+  bool FlushProposals();
+  bool FlushReports();
+  bool FlushSpecs();
+  bool Elect();
+  void Lead();
+  bool FencedWrite(const std::string& job, const GenerationRecord& next);
+  void EtcdDown(const absl::Status& status);
+  void PersistLease() const;
+  std::optional<std::int64_t> LoadLease() const;
+  std::int64_t NowUnixMs() const;
+
+  etcd::EtcdClient& etcd_;
+  const CoordinatorOptions options_;
+  const CoordinatorHooks hooks_;
+  const Keys keys_;
+
+  // Inputs from other threads.
+  std::mutex inputs_mu_;
+  std::condition_variable inputs_cv_;
+  std::deque<Input> inputs_;
+  bool stopping_ = false;
+  std::thread thread_;
+
+  // Coordinator thread only.
+  std::unique_ptr<etcd::LeaseKeepAlive> keepalive_;
+  std::unique_ptr<etcd::Watcher> watcher_;
+  etcd::Lease lease_;
+  bool member_written_ = false;
+  std::deque<std::pair<std::string, GangProposal>> proposals_;
+  std::map<std::string, GangReport> reports_;
+  std::map<std::string, std::string> specs_;
+  std::int64_t leader_create_revision_ = 0;
+  std::mt19937_64 random_{std::random_device{}()};
+
+  // Shared with View().
+  mutable std::mutex view_mu_;
+  bool etcd_up_ = false;
+  std::string etcd_error_;
+  std::optional<int> leader_;
+  std::int64_t leader_lease_ = 0;
+  std::map<int, MemberRecord> members_;
+  std::map<std::string, GangState> gangs_;
+  std::int64_t gang_restarts_ = 0;
+};
+
+}  // namespace tpud::slice

@@ -1,0 +1,172 @@
+#include "daemon/slice/gang_rules.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/core/backoff.h"
+
+namespace tpud::slice {
+namespace {
+
+bool Active(const GenerationRecord& record) {
+  return record.commit.phase == GangPhase::kStopping || record.commit.phase == GangPhase::kStarting;
+}
+
+// The next generation's record, carrying the budget and history forward.
+GenerationRecord Next(const std::optional<GenerationRecord>& current, GangPhase phase, std::string reason,
+                      std::int64_t now_unix_ms) {
+  GenerationRecord next;
+  if (current) {
+    next.commit.generation = current->commit.generation;
+    next.commit.restarts = current->commit.restarts;
+    next.commit.restarts_by_reason = current->commit.restarts_by_reason;
+    next.last_cause = current->cause ? current->cause : current->last_cause;
+    next.started_unix_ms = current->started_unix_ms;
+    next.restart = current->restart;
+  }
+  ++next.commit.generation;
+  next.commit.phase = phase;
+  next.commit.reason = std::move(reason);
+  next.stopping_unix_ms = now_unix_ms;
+  return next;
+}
+
+}  // namespace
+
+std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationRecord>& current,
+                                              const GangProposal& proposal, std::int64_t now_unix_ms) {
+  const bool active = current && Active(*current);
+  switch (proposal.intent) {
+    case GangProposal::Intent::kStop: {
+      if (!active) return std::nullopt;
+      GenerationRecord next = Next(current, GangPhase::kStopped, proposal.reason, now_unix_ms);
+      next.restart = proposal.restart;
+      return next;
+    }
+    case GangProposal::Intent::kStart:
+    case GangProposal::Intent::kRestart:
+      if (proposal.intent == GangProposal::Intent::kStart && active) return std::nullopt;
+      if (!proposal.failure) {  // A person's start or restart: a fresh budget and history.
+        GenerationRecord next = Next(current, GangPhase::kStopping, proposal.reason, now_unix_ms);
+        next.commit.restarts = 0;
+        next.commit.restarts_by_reason.clear();
+        next.last_cause.reset();
+        next.started_unix_ms = 0;
+        next.restart = proposal.restart;
+        return next;
+      }
+      break;
+  }
+  // A failure of an attempt of generation `base_generation`.
+  if (!current || current->commit.phase != GangPhase::kStarting ||
+      current->commit.generation != proposal.base_generation) {
+    return std::nullopt;
+  }
+  GenerationRecord next = Next(current, GangPhase::kStopping, proposal.reason, now_unix_ms);
+  next.restart = proposal.restart;
+  next.counted = proposal.counted;
+  GangCause cause;
+  cause.worker = proposal.worker;
+  cause.failure_class = proposal.failure->failure_class;
+  cause.action = proposal.failure->action;
+  cause.rule = proposal.failure->rule;
+  cause.step = proposal.step;
+  cause.counted = proposal.counted;
+  next.cause = cause;
+  if (cause.action == RecoveryAction::kResetAndRestart) next.commit.reset_class = cause.failure_class;
+  return next;
+}
+
+std::optional<GenerationRecord> LoseWorker(const GenerationRecord& current, int worker, std::int64_t now_unix_ms) {
+  if (current.commit.phase != GangPhase::kStarting) return std::nullopt;
+  GenerationRecord next =
+      Next(current, GangPhase::kStopping, absl::StrCat("worker ", worker, " lost (its tpud's lease expired)"),
+           now_unix_ms);
+  next.cause.reset();
+  next.counted = false;
+  return next;
+}
+
+LeaderStep Decide(const GenerationRecord& record, const std::set<int>& members,
+                  const std::map<int, GangReport>& reports, int num_workers, SliceReset reset, double u,
+                  std::int64_t now_unix_ms) {
+  LeaderStep step;
+  if (record.commit.phase != GangPhase::kStopping) return step;
+  const std::int64_t generation = record.commit.generation;
+  std::vector<std::string> lost, silent;
+  std::vector<GangReport> held;
+  for (int worker = 0; worker < num_workers; ++worker) {
+    const auto report = reports.find(worker);
+    const bool reported = report != reports.end() && report->second.generation == generation;
+    if (members.count(worker) == 0) {
+      lost.push_back(absl::StrCat(worker));
+    } else if (!reported) {
+      silent.push_back(absl::StrCat(worker));
+    }
+    if (reported) held.push_back(report->second);
+  }
+  if (!lost.empty() || !silent.empty()) {
+    std::vector<std::string> parts;
+    if (!silent.empty()) parts.push_back(absl::StrCat(absl::StrJoin(silent, ", "), " to report"));
+    if (!lost.empty()) parts.push_back(absl::StrCat(absl::StrJoin(lost, ", "), " to come back"));
+    step.waiting_for = absl::StrCat("workers ", absl::StrJoin(parts, "; workers "));
+    return step;
+  }
+
+  GenerationRecord next = record;
+  GangCommit& commit = next.commit;
+  step.kind = LeaderStep::kCommit;
+  const std::optional<GangCause>& cause = record.cause;
+  if (cause && cause->action == RecoveryAction::kFail) {
+    commit.phase = GangPhase::kFailed;
+    commit.reason = absl::StrCat(record.commit.reason, "; ", FailureClassName(cause->failure_class),
+                                 " is not fixed by restarting");
+    step.next = next;
+    return step;
+  }
+  const std::optional<GangCause>& last = record.last_cause;
+  if (cause && last && cause->step && last->step && *cause->step == *last->step &&
+      cause->failure_class == last->failure_class && cause->rule == last->rule) {
+    commit.phase = GangPhase::kFailed;
+    commit.reason = absl::StrCat(record.commit.reason, "; the same failure twice at step ", *cause->step,
+                                 ": deterministic, not restarted");
+    step.next = next;
+    return step;
+  }
+  if (record.counted) {
+    const double ran_seconds =
+        record.started_unix_ms > 0 ? static_cast<double>(record.stopping_unix_ms - record.started_unix_ms) / 1000 : 0;
+    if (record.started_unix_ms > 0 && ran_seconds >= record.restart.reset_after_seconds) {
+      commit.restarts = 0;
+      commit.restarts_by_reason.clear();
+    }
+    ++commit.restarts;
+    if (cause) ++commit.restarts_by_reason[FailureClassName(cause->failure_class)];
+    if (commit.restarts > record.restart.max_restarts) {
+      commit.phase = GangPhase::kFailed;
+      commit.reason = absl::StrCat(record.commit.reason, "; gave up after ", commit.restarts - 1,
+                                   " restarts (max_restarts ", record.restart.max_restarts, ")");
+      step.next = next;
+      return step;
+    }
+    step.delay = BackoffDelay(record.restart, commit.restarts, u);
+  }
+  if (commit.reset_class && reset == SliceReset::kSlice && !record.slice_reset_started) {
+    step.kind = LeaderStep::kResetSlice;
+    step.next = record;  // Counted when the reset is done and this is decided again.
+    step.next.slice_reset_started = true;
+    step.delay = Seconds(0);
+    return step;
+  }
+  if (commit.reset_class && reset == SliceReset::kNone) {
+    commit.reason = absl::StrCat(commit.reason, "; no slice-level reset available");
+  }
+  commit.phase = GangPhase::kStarting;
+  commit.step = CommonStep(held);
+  next.started_unix_ms = now_unix_ms;
+  step.next = next;
+  return step;
+}
+
+}  // namespace tpud::slice

@@ -1,0 +1,157 @@
+#include "daemon/slice/records.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+
+namespace tpud::slice {
+namespace {
+
+using nlohmann::json;
+
+json CauseJson(const GangCause& cause) {
+  json j = {{"worker", cause.worker},
+            {"class", FailureClassName(cause.failure_class)},
+            {"action", RecoveryActionName(cause.action)},
+            {"rule", cause.rule},
+            {"counted", cause.counted}};
+  if (cause.step) j["step"] = *cause.step;
+  return j;
+}
+
+GangCause CauseFrom(const json& j) {
+  GangCause cause;
+  cause.worker = j.at("worker").get<int>();
+  const std::string failure_class = j.at("class").get<std::string>();
+  const std::string action = j.at("action").get<std::string>();
+  cause.failure_class = ParseFailureClass(failure_class).value_or(FailureClass::kUnknown);
+  cause.action = ParseRecoveryAction(action).value_or(RecoveryAction::kRestart);
+  cause.rule = j.value("rule", "");
+  cause.counted = j.value("counted", false);
+  if (j.contains("step")) cause.step = j.at("step").get<std::int64_t>();
+  return cause;
+}
+
+template <typename T, typename Parse>
+absl::StatusOr<T> Decode(const std::string& text, const char* what, Parse parse) {
+  try {
+    return parse(json::parse(text));
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bad ", what, " record in etcd: ", e.what()));
+  }
+}
+
+}  // namespace
+
+Keys::Keys(const std::string& prefix, const std::string& slice) : root(absl::StrCat(prefix, "/slices/", slice, "/")) {}
+
+std::optional<int> Keys::MemberOf(const std::string& key) const {
+  absl::string_view rest = key;
+  if (!absl::ConsumePrefix(&rest, members())) return std::nullopt;
+  int worker = 0;
+  if (!absl::SimpleAtoi(rest, &worker) || worker < 0) return std::nullopt;
+  return worker;
+}
+
+std::optional<std::pair<std::string, std::string>> Keys::GangKeyOf(const std::string& key) const {
+  absl::string_view rest = key;
+  if (!absl::ConsumePrefix(&rest, gangs())) return std::nullopt;
+  const std::size_t slash = rest.find('/');
+  if (slash == absl::string_view::npos || slash == 0) return std::nullopt;
+  return std::make_pair(std::string(rest.substr(0, slash)), std::string(rest.substr(slash + 1)));
+}
+
+std::string EncodeMember(const MemberRecord& member) {
+  return json{{"worker", member.worker},
+              {"host", member.host},
+              {"version", member.version},
+              {"pid", member.pid},
+              {"joined_unix_ms", member.joined_unix_ms}}
+      .dump();
+}
+
+absl::StatusOr<MemberRecord> DecodeMember(const std::string& text) {
+  return Decode<MemberRecord>(text, "member", [](const json& j) {
+    MemberRecord member;
+    member.worker = j.at("worker").get<int>();
+    member.host = j.value("host", "");
+    member.version = j.value("version", "");
+    member.pid = j.value("pid", std::int64_t{0});
+    member.joined_unix_ms = j.value("joined_unix_ms", std::int64_t{0});
+    return member;
+  });
+}
+
+std::string EncodeGeneration(const GenerationRecord& record) {
+  const GangCommit& commit = record.commit;
+  json j = {{"generation", commit.generation},
+            {"phase", GangPhaseName(commit.phase)},
+            {"reason", commit.reason},
+            {"restarts", commit.restarts},
+            {"restarts_by_reason", commit.restarts_by_reason},
+            {"counted", record.counted},
+            {"restart",
+             {{"max_restarts", record.restart.max_restarts},
+              {"backoff_initial_seconds", record.restart.backoff_initial_seconds},
+              {"backoff_max_seconds", record.restart.backoff_max_seconds},
+              {"backoff_jitter", record.restart.backoff_jitter},
+              {"reset_after_seconds", record.restart.reset_after_seconds}}},
+            {"started_unix_ms", record.started_unix_ms},
+            {"stopping_unix_ms", record.stopping_unix_ms},
+            {"slice_reset_started", record.slice_reset_started}};
+  if (commit.step) j["step"] = *commit.step;
+  if (commit.reset_class) j["reset_class"] = FailureClassName(*commit.reset_class);
+  if (record.cause) j["cause"] = CauseJson(*record.cause);
+  if (record.last_cause) j["last_cause"] = CauseJson(*record.last_cause);
+  return j.dump();
+}
+
+absl::StatusOr<GenerationRecord> DecodeGeneration(const std::string& text) {
+  return Decode<GenerationRecord>(text, "generation", [](const json& j) {
+    GenerationRecord record;
+    GangCommit& commit = record.commit;
+    commit.generation = j.at("generation").get<std::int64_t>();
+    const std::optional<GangPhase> phase = ParseGangPhase(j.at("phase").get<std::string>());
+    if (!phase) throw json::other_error::create(501, "unknown phase " + j.at("phase").dump(), &j);
+    commit.phase = *phase;
+    commit.reason = j.value("reason", "");
+    commit.restarts = j.value("restarts", 0);
+    commit.restarts_by_reason = j.value("restarts_by_reason", std::map<std::string, std::int64_t>{});
+    if (j.contains("step")) commit.step = j.at("step").get<std::int64_t>();
+    if (j.contains("reset_class")) commit.reset_class = ParseFailureClass(j.at("reset_class").get<std::string>());
+    record.counted = j.value("counted", false);
+    if (j.contains("restart")) {
+      const json& r = j.at("restart");
+      record.restart.max_restarts = r.value("max_restarts", record.restart.max_restarts);
+      record.restart.backoff_initial_seconds = r.value("backoff_initial_seconds", record.restart.backoff_initial_seconds);
+      record.restart.backoff_max_seconds = r.value("backoff_max_seconds", record.restart.backoff_max_seconds);
+      record.restart.backoff_jitter = r.value("backoff_jitter", record.restart.backoff_jitter);
+      record.restart.reset_after_seconds = r.value("reset_after_seconds", record.restart.reset_after_seconds);
+    }
+    record.started_unix_ms = j.value("started_unix_ms", std::int64_t{0});
+    record.stopping_unix_ms = j.value("stopping_unix_ms", std::int64_t{0});
+    record.slice_reset_started = j.value("slice_reset_started", false);
+    if (j.contains("cause")) record.cause = CauseFrom(j.at("cause"));
+    if (j.contains("last_cause")) record.last_cause = CauseFrom(j.at("last_cause"));
+    return record;
+  });
+}
+
+std::string EncodeReport(const GangReport& report) {
+  return json{{"worker", report.worker}, {"generation", report.generation}, {"steps", report.steps}}.dump();
+}
+
+absl::StatusOr<GangReport> DecodeReport(const std::string& text) {
+  return Decode<GangReport>(text, "report", [](const json& j) {
+    GangReport report;
+    report.worker = j.at("worker").get<int>();
+    report.generation = j.at("generation").get<std::int64_t>();
+    report.steps = j.value("steps", std::vector<std::int64_t>{});
+    return report;
+  });
+}
+
+}  // namespace tpud::slice

@@ -1,0 +1,91 @@
+// What the workers of a slice keep in etcd, key by key, and its JSON form.
+//
+// Keys, under `{prefix}/slices/{slice}/` (prefix: the `slice.etcd.prefix`
+// config key, default /tpud):
+//   members/{worker}         MemberRecord; attached to the worker's lease, so it
+//                            vanishes when the worker's tpud is gone for a TTL.
+//   leader                   the leading worker's id, on its lease; created by
+//                            a Txn on create_revision == 0 (etcd's election
+//                            pattern, https://etcd.io/docs/v3.4/dev-guide/api_concurrency_reference_v3/).
+//   gangs/{job}/spec         the job spec as submitted (YAML), for every worker to run.
+//   gangs/{job}/generation   GenerationRecord: the gang's committed generation.
+//   gangs/{job}/reports/{worker}  GangReport of a stopped worker (no lease: a
+//                            report outlives a tpud restart).
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/core/failure_rule.h"
+#include "daemon/core/gang.h"
+#include "daemon/core/job_spec.h"
+
+namespace tpud::slice {
+
+// The key layout of one slice.
+struct Keys {
+  std::string root;  // "{prefix}/slices/{slice}/"
+
+  Keys(const std::string& prefix, const std::string& slice);
+  std::string members() const { return root + "members/"; }
+  std::string member(int worker) const { return members() + std::to_string(worker); }
+  std::string leader() const { return root + "leader"; }
+  std::string gangs() const { return root + "gangs/"; }
+  std::string gang(const std::string& job) const { return gangs() + job + "/"; }
+  std::string spec(const std::string& job) const { return gang(job) + "spec"; }
+  std::string generation(const std::string& job) const { return gang(job) + "generation"; }
+  std::string reports(const std::string& job) const { return gang(job) + "reports/"; }
+  std::string report(const std::string& job, int worker) const { return reports(job) + std::to_string(worker); }
+
+  // "members/3" -> 3; nullopt for any other key.
+  std::optional<int> MemberOf(const std::string& key) const;
+  // ".../gangs/JOB/generation" -> ("JOB", "generation"); ".../gangs/JOB/reports/2" -> ("JOB", "reports/2").
+  std::optional<std::pair<std::string, std::string>> GangKeyOf(const std::string& key) const;
+};
+
+// One worker's tpud, as `tpuctl slice` shows it.
+struct MemberRecord {
+  int worker = -1;
+  std::string host;
+  std::string version;   // tpud's version.
+  std::int64_t pid = 0;
+  std::int64_t joined_unix_ms = 0;
+};
+
+// The failure that caused a generation.
+struct GangCause {
+  int worker = -1;
+  FailureClass failure_class = FailureClass::kUnknown;
+  RecoveryAction action = RecoveryAction::kRestart;
+  std::string rule;
+  std::optional<std::int64_t> step;
+  bool counted = false;
+  bool operator==(const GangCause&) const = default;
+};
+
+// The gang's generation as stored: the commit every worker follows, and what
+// the leader needs to decide the next phase.
+struct GenerationRecord {
+  GangCommit commit;
+  std::optional<GangCause> cause;       // This generation's failure; none for a person's request or a lost worker.
+  std::optional<GangCause> last_cause;  // The cause of the generation before (same failure twice at one step: fail).
+  bool counted = false;                 // Whether this generation counts against max_restarts.
+  RestartPolicy restart;                // The job's, from the proposal.
+  std::int64_t started_unix_ms = 0;     // When the generation's phase last became kStarting (reset_after).
+  std::int64_t stopping_unix_ms = 0;    // When it became kStopping.
+  bool slice_reset_started = false;     // The leader began the slice reset of this generation.
+  bool operator==(const GenerationRecord&) const = default;
+};
+
+std::string EncodeMember(const MemberRecord& member);
+absl::StatusOr<MemberRecord> DecodeMember(const std::string& json);
+std::string EncodeGeneration(const GenerationRecord& record);
+absl::StatusOr<GenerationRecord> DecodeGeneration(const std::string& json);
+std::string EncodeReport(const GangReport& report);
+absl::StatusOr<GangReport> DecodeReport(const std::string& json);
+
+}  // namespace tpud::slice
