@@ -73,9 +73,9 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
   grpc::ChannelArguments args;
   // Reconnect fast after a member restarts (gRPC's default backoff grows to 120 s).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also uses it as the minimum
-  // connect timeout (src/core/ext/filters/client_channel/subchannel.cc), and
-  // 100 ms there abandons handshakes with a loaded member.
+  // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC reads it as the minimum
+  // connect timeout (src/core/ext/filters/client_channel/subchannel.cc, 1.51),
+  // and short values abandon handshakes with a loaded member.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(options.keepalive_time.count()));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(options.keepalive_timeout.count()));
@@ -169,7 +169,11 @@ bool EndpointPool::WaitConnected(std::size_t index, Deadline deadline) const {
   for (;;) {
     const grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
     if (state == GRPC_CHANNEL_READY) return true;
-    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
+    if (state == GRPC_CHANNEL_SHUTDOWN) return false;
+    // TRANSIENT_FAILURE included: gRPC keeps reconnecting in the background,
+    // but a connection's progress (its SETTINGS frame) is only read while some
+    // thread polls; waiting here polls, so a member that came back is reached
+    // within this dial instead of at gRPC's 5 s backup poll.
     if (Clock::now() >= deadline || !channel.WaitForStateChange(state, GrpcDeadline(deadline))) return false;
   }
 }
