@@ -10,6 +10,8 @@
 #include <string_view>
 
 #include "client/format_internal.h"
+#include "client/format_slice.h"
+#include "client/format_slice.h"
 
 namespace tpud::client {
 
@@ -21,6 +23,25 @@ using tpud::v1::JobStatus;
 namespace internal {
 
 std::string OrNone(const std::string& text) { return text.empty() ? std::string(kNone) : text; }
+
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size());
+    for (std::size_t i = 0; i + 1 < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + '\n';
+  }
+  return out;
+}
 
 // Protobuf strings may hold any bytes; never let the JSON writer throw on
 // invalid UTF-8 (it is replaced by U+FFFD).
@@ -160,7 +181,8 @@ Json JobObject(const JobStatus& job) {
           {"user", job.user()},
           {"group", job.group()},
           {"log_dropped_bytes", job.log_dropped_bytes()},
-          {"log_dropping", job.log_dropping()}};
+          {"log_dropping", job.log_dropping()},
+          {"gang", job.has_gang() ? internal::GangJson(job.gang()) : Json(nullptr)}};
 }
 
 using Row = std::array<std::string, 10>;
@@ -176,26 +198,6 @@ Row TableRow(const JobStatus& job) {
           FormatCheckpoint(job.checkpoint()),
           internal::LastExitCell(job),
           job.reason()};
-}
-
-std::string RenderRows(const std::vector<Row>& rows) {
-  Row::size_type last = std::tuple_size_v<Row> - 1;
-  std::array<std::size_t, std::tuple_size_v<Row>> widths{};
-  for (const Row& row : rows) {
-    for (Row::size_type i = 0; i < last; ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::string out;
-  for (const Row& row : rows) {
-    std::string line;
-    for (Row::size_type i = 0; i < last; ++i) {
-      line += row[i];
-      line.append(widths[i] - row[i].size() + 2, ' ');
-    }
-    line += row[last];
-    line.erase(line.find_last_not_of(' ') + 1);
-    out += line + '\n';
-  }
-  return out;
 }
 
 std::string DetailCheckpoint(const Checkpoint& checkpoint) {
@@ -283,7 +285,9 @@ std::string FormatStatusTable(const std::vector<JobStatus>& jobs) {
   std::vector<Row> rows = {{"NAME", "STATE", "PID", "ATTEMPT", "RESTARTS", "UPTIME", "STEP",
                             "CHECKPOINT", "LAST-EXIT", "REASON"}};
   for (const JobStatus& job : jobs) rows.push_back(TableRow(job));
-  return RenderRows(rows);
+  std::vector<std::vector<std::string>> table;
+  for (const Row& row : rows) table.emplace_back(row.begin(), row.end());
+  return internal::RenderTable(table);
 }
 
 std::string FormatJobDetail(const JobStatus& job) {
@@ -318,6 +322,7 @@ std::string FormatJobDetail(const JobStatus& job) {
   }
   AddField(out, "log", log);
   internal::AddLastFailure(out, job);
+  if (job.has_gang()) out += FormatGang(job.gang());
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,10 @@ inline constexpr std::string_view kNone = "-";
 
 // `text`, or kNone when it is empty.
 std::string OrNone(const std::string& text);
+
+// Rows as aligned columns, two spaces apart (the last column unpadded), one
+// line each, trailing spaces trimmed.
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
 
 // Compact JSON text of `value`; invalid UTF-8 in protobuf strings is replaced
 // by U+FFFD instead of throwing.
@@ -73,5 +78,8 @@ std::string FailureCounts(const tpud::v1::JobStatus& job);
 // Appends the "last failure:" block of FormatJobDetail; nothing when the job
 // has no incident.
 void AddLastFailure(std::string& out, const tpud::v1::JobStatus& job);
+
+// The "gang" object of a gang job's JSON (client/format_slice.cc).
+Json GangJson(const tpud::v1::GangStatus& gang);
 
 }  // namespace tpud::client::internal

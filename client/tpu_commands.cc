@@ -1,5 +1,6 @@
 #include "client/tpu_commands.h"
 
+#include "client/format_slice.h"
 #include "client/format_tpu.h"
 
 namespace tpud::client {
@@ -38,6 +39,14 @@ Result RunDoctor(const Session& session, const std::string& job) {
   const int failed = FailedChecks(response);
   if (failed == 0) return Result::Ok();
   return {kExitError, std::to_string(failed) + (failed == 1 ? " check failed" : " checks failed")};
+}
+
+Result ShowSlice(const Session& session, bool json) {
+  tpud::v1::GetSliceRequest request;
+  request.set_check_endpoints(true);
+  tpud::v1::GetSliceResponse response;
+  if (Result r = Call(session, &Stub::GetSlice, request, &response); !r.ok()) return r;
+  return Print(session, json ? SliceJson(response) + "\n" : FormatSlice(response));
 }
 
 }  // namespace tpud::client

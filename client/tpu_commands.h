@@ -21,4 +21,7 @@ Result ResetTpu(const Session& session, const std::string& backend);
 // check(s) failed" when any check failed.
 Result RunDoctor(const Session& session, const std::string& job);
 
+// `tpuctl slice`: the slice's members, leader, gangs and etcd endpoints.
+Result ShowSlice(const Session& session, bool json);
+
 }  // namespace tpud::client

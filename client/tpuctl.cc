@@ -139,9 +139,11 @@ void AddTpuCommands(CLI::App& app, Options& options) {
   app.add_subcommand("doctor", "Check the TPU the way tpud does before each attempt, with fixes")
       ->add_option("NAME", options.job, "Only this job")
       ->type_name("");
+  app.add_subcommand("slice", "Show the slice: members, leader, each gang's generation, etcd health")
+      ->add_flag("--json", options.json, "As a JSON object");
 }
 
-// Issue 14: shell completion scripts, and the job names they ask for.
+// Shell completion scripts, and the job names they ask for.
 void AddCompletionCommands(CLI::App& app, Options& options) {
   app.add_subcommand("completion", "Print the completion script for SHELL: source <(tpuctl completion bash)")
       ->add_option("SHELL", options.shell, "bash or zsh")
@@ -275,6 +277,7 @@ Result Dispatch(const std::string& command, const Options& options,
   if (command == "tpu") return ShowTpu(session, options.json);
   if (command == "reset-tpu") return ResetTpu(session, options.backend);
   if (command == "doctor") return RunDoctor(session, options.job);
+  if (command == "slice") return ShowSlice(session, options.json);
   if (command == kCompleteJobsCommand) return PrintJobNames(session);
   return {kExitUsage, "unknown command " + command};
 }

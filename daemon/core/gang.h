@@ -12,7 +12,7 @@
 // checkpoint at S. No attempt starts without the committed `starting` of its
 // generation.
 //
-// Thread-safety: plain values.
+// Thread-safety: plain values; GangLink says its own.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +93,9 @@ class GangLink {
   // A gang job was added on this worker: deliver the gang's current
   // generation to it (it may have been committed before the job existed here).
   virtual void Join(const std::string& job) = 0;
+  // A gang spec submitted on this worker (`tpuctl start -f`): stored for
+  // every worker of the slice to run (`spec_yaml` as submitted).
+  virtual void Publish(const std::string& job, const std::string& spec_yaml) = 0;
 };
 
 }  // namespace tpud

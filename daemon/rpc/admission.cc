@@ -35,6 +35,7 @@ AdmittedService::AdmittedService(SupervisorService& handlers, const PeerRegistry
   Unary("GetTpu", &SupervisorService::GetTpu);
   Unary("ResetTpu", &SupervisorService::ResetTpu);
   Unary("Doctor", &SupervisorService::Doctor);
+  Unary("GetSlice", &SupervisorService::GetSlice);
 
   coverage_ = CheckServiceCoverage(
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(kServiceName), served_);

@@ -125,4 +125,6 @@ absl::Status CheckRequest(const v1::DoctorRequest& req) {
   return CheckJobName("job", req.job(), false);
 }
 
+absl::Status CheckRequest(const v1::GetSliceRequest& req) { return CheckSize(req); }
+
 }  // namespace tpud

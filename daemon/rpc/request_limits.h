@@ -41,5 +41,6 @@ absl::Status CheckRequest(const v1::GetTpuRequest& req);
 absl::Status CheckRequest(const v1::ResetTpuRequest& req);  // backend: at most 32 bytes.
 absl::Status CheckRequest(const v1::DoctorRequest& req);    // job: empty or a job name.
 absl::Status CheckRequest(const v1::RemoveJobRequest& req);
+absl::Status CheckRequest(const v1::GetSliceRequest& req);
 
 }  // namespace tpud

@@ -122,13 +122,18 @@ grpc::Status SupervisorService::RestartJob(grpc::ServerContext*, const v1::Resta
 
 grpc::Status SupervisorService::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
                                        v1::GetJobResponse* resp) {
-  return Reply(RunOnLoop(io_, [&] { return supervisor_.Get(req->name()); }), resp);
+  absl::StatusOr<JobSnapshot> job = RunOnLoop(io_, [&] { return supervisor_.Get(req->name()); });
+  const bool gang = job.ok() && job->spec.gang;
+  grpc::Status status = Reply(job, resp);
+  if (gang) AddGang(resp->mutable_job());
+  return status;
 }
 
 grpc::Status SupervisorService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
                                          v1::ListJobsResponse* resp) {
   for (const JobSnapshot& job : RunOnLoop(io_, [&] { return supervisor_.List(); })) {
     ToProto(job, resp->add_jobs());
+    if (job.spec.gang) AddGang(resp->mutable_jobs(resp->jobs_size() - 1));
   }
   return grpc::Status::OK;
 }

@@ -8,7 +8,9 @@
 #include <map>
 #include <mutex>
 
+#include "daemon/etcd/etcd_client.h"
 #include "daemon/rpc/peer_auth.h"
+#include "daemon/slice/coordinator.h"
 #include "daemon/supervisor/supervisor.h"
 #include "daemon/tpu/tpu_preflight.h"
 #include "daemon/tpu/tpu_recovery.h"
@@ -93,6 +95,16 @@ class SupervisorService final {
                         v1::ResetTpuResponse* resp);
   grpc::Status Doctor(grpc::ServerContext* ctx, const v1::DoctorRequest* req, v1::DoctorResponse* resp);
 
+  // The slice (daemon/rpc/slice_service.cc). `coordinator` and `etcd` (null
+  // without a `slice:` section) must outlive the service; `endpoints` are
+  // slice.etcd.endpoints. Call before serving.
+  void SetSlice(const slice::Coordinator* coordinator, etcd::EtcdClient* etcd, std::vector<std::string> endpoints) {
+    slice_ = coordinator;
+    etcd_ = etcd;
+    etcd_endpoints_ = std::move(endpoints);
+  }
+  grpc::Status GetSlice(grpc::ServerContext* ctx, const v1::GetSliceRequest* req, v1::GetSliceResponse* resp);
+
  private:
   absl::StatusOr<JobSpec> SpecFromRequest(const v1::StartJobRequest& req) const;
   // The caller of this call; nullopt for root or when peers are not tracked.
@@ -108,6 +120,11 @@ class SupervisorService final {
   std::string tpu_backend_ = "none";
   TpuRecovery* tpu_recovery_ = nullptr;
   const TpuPreflight* tpu_checks_ = nullptr;
+  // A gang job's status gets the whole gang (GangStatus) from the slice.
+  void AddGang(v1::JobStatus* job) const;
+  const slice::Coordinator* slice_ = nullptr;
+  etcd::EtcdClient* etcd_ = nullptr;
+  std::vector<std::string> etcd_endpoints_;
 };
 
 }  // namespace tpud

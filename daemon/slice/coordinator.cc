@@ -77,6 +77,13 @@ void Coordinator::Publish(const std::string& job, const std::string& spec_yaml) 
   Enqueue(std::move(input));
 }
 
+void Coordinator::PublishStatus(const std::string& job, const WorkerJobStatus& status) {
+  Input input(Input::kStatus);
+  input.job = job;
+  input.status = status;
+  Enqueue(std::move(input));
+}
+
 SliceView Coordinator::View() const {
   std::lock_guard<std::mutex> lock(view_mu_);
   SliceView view;
@@ -89,7 +96,7 @@ SliceView Coordinator::View() const {
   view.members = members_;
   view.gang_restarts = gang_restarts_;
   for (const auto& [job, gang] : gangs_) {
-    view.gangs.push_back(SliceView::Gang{job, gang.record, gang.reports, gang.waiting_for});
+    view.gangs.push_back(SliceView::Gang{job, gang.record, gang.reports, gang.statuses, gang.waiting_for});
   }
   return view;
 }
@@ -111,7 +118,7 @@ void Coordinator::Run() {
     Drain(inputs);
     if (!EnsureSession()) continue;
     Deliver();
-    bool ok = FlushSpecs() && FlushReports() && FlushProposals() && Elect();
+    bool ok = FlushSpecs() && FlushReports() && FlushProposals() && Elect() && FlushStatuses();
     if (ok) Lead();
     Deliver();
   }
@@ -235,8 +242,10 @@ bool Coordinator::Load() {
       gang.record.reset();
       gang.record_mod_revision = 0;
       gang.reports.clear();
+      gang.statuses.clear();
     }
   }
+  statuses_written_.clear();  // Written again: etcd may have lost them.
   for (const etcd::KeyValue& kv : all->kvs) ApplyPut(kv);
   etcd::WatchOptions watch;
   watch.key = keys_.root;
@@ -276,6 +285,15 @@ void Coordinator::Drain(std::deque<Input>& inputs) {
       case Input::kPublish:
         specs_[input.job] = std::move(input.spec_yaml);
         break;
+      case Input::kStatus: {
+        const auto written = statuses_written_.find(input.job);
+        if (written == statuses_written_.end() || !(written->second == input.status)) {
+          statuses_[input.job] = input.status;
+        } else {
+          statuses_.erase(input.job);
+        }
+        break;
+      }
       case Input::kLeaseLost:
         if (keepalive_) keepalive_->Stop();
         break;
@@ -334,6 +352,9 @@ void Coordinator::ApplyPut(const etcd::KeyValue& kv) {
   } else if (what.rfind("reports/", 0) == 0) {
     absl::StatusOr<GangReport> report = DecodeReport(kv.value);
     if (report.ok()) gang.reports[report->worker] = *report;
+  } else if (what.rfind("status/", 0) == 0) {
+    absl::StatusOr<WorkerJobStatus> status = DecodeStatus(kv.value);
+    if (status.ok()) gang.statuses[status->worker] = *status;
   }
 }
 
@@ -357,10 +378,9 @@ void Coordinator::ApplyDelete(const etcd::KeyValue& kv) {
     gang.record.reset();
     gang.record_mod_revision = 0;
   }
-  if (what.rfind("reports/", 0) == 0) {
-    int worker = -1;
-    if (absl::SimpleAtoi(what.substr(8), &worker)) gang.reports.erase(worker);
-  }
+  int worker = -1;
+  if (what.rfind("reports/", 0) == 0 && absl::SimpleAtoi(what.substr(8), &worker)) gang.reports.erase(worker);
+  if (what.rfind("status/", 0) == 0 && absl::SimpleAtoi(what.substr(7), &worker)) gang.statuses.erase(worker);
 }
 
 // Posts new specs, then new commits, to the loop.
@@ -400,6 +420,21 @@ bool Coordinator::FlushSpecs() {
       return false;
     }
     specs_.erase(it);
+  }
+  return true;
+}
+
+bool Coordinator::FlushStatuses() {
+  while (!statuses_.empty()) {
+    auto it = statuses_.begin();
+    absl::StatusOr<std::int64_t> put =
+        etcd_.Put(keys_.status(it->first, options_.worker_id), EncodeStatus(it->second));
+    if (!put.ok()) {
+      EtcdDown(put.status());
+      return false;
+    }
+    statuses_written_[it->first] = it->second;
+    statuses_.erase(it);
   }
   return true;
 }

@@ -79,6 +79,7 @@ struct SliceView {
     std::string job;
     std::optional<GenerationRecord> record;
     std::map<int, GangReport> reports;
+    std::map<int, WorkerJobStatus> statuses;
     std::string waiting_for;       // The leader's: who a stopping generation waits for.
   };
   std::vector<Gang> gangs;
@@ -100,7 +101,10 @@ class Coordinator final : public GangLink {
   void Report(const std::string& job, const GangReport& report) override;
   void Join(const std::string& job) override;
   // Stores a gang spec for every worker to run (kept and retried).
-  void Publish(const std::string& job, const std::string& spec_yaml);
+  void Publish(const std::string& job, const std::string& spec_yaml) override;
+  // Shows this worker's state of a gang job to the other workers (written
+  // when it changed; the newest wins while etcd is away).
+  void PublishStatus(const std::string& job, const WorkerJobStatus& status);
 
   SliceView View() const;
 
@@ -110,6 +114,7 @@ class Coordinator final : public GangLink {
     std::optional<GenerationRecord> record;
     std::int64_t record_mod_revision = 0;  // 0: no record.
     std::map<int, GangReport> reports;
+    std::map<int, WorkerJobStatus> statuses;
     std::string waiting_for;
     std::optional<GangCommit> delivered;  // The last commit posted.
     std::optional<std::string> delivered_spec;
@@ -117,13 +122,14 @@ class Coordinator final : public GangLink {
     std::optional<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> due;
   };
   struct Input {
-    enum Kind { kProposal, kReport, kJoin, kPublish, kWatch, kLeaseLost };
+    enum Kind { kProposal, kReport, kJoin, kPublish, kStatus, kWatch, kLeaseLost };
     explicit Input(Kind k) : kind(k) {}
     Kind kind;
     std::string job;
     GangProposal proposal;
     GangReport report;
     std::string spec_yaml;
+    WorkerJobStatus status;
     etcd::WatchUpdate update;
   };
 
@@ -139,6 +145,7 @@ class Coordinator final : public GangLink {
   bool FlushProposals();
   bool FlushReports();
   bool FlushSpecs();
+  bool FlushStatuses();
   bool Elect();
   void Lead();
   bool FencedWrite(const std::string& job, const GenerationRecord& next);
@@ -167,6 +174,8 @@ class Coordinator final : public GangLink {
   std::deque<std::pair<std::string, GangProposal>> proposals_;
   std::map<std::string, GangReport> reports_;
   std::map<std::string, std::string> specs_;
+  std::map<std::string, WorkerJobStatus> statuses_;          // To write.
+  std::map<std::string, WorkerJobStatus> statuses_written_;  // Last written.
   std::int64_t leader_create_revision_ = 0;
   std::mt19937_64 random_{std::random_device{}()};
 

@@ -154,4 +154,27 @@ absl::StatusOr<GangReport> DecodeReport(const std::string& text) {
   });
 }
 
+std::string EncodeStatus(const WorkerJobStatus& status) {
+  json j = {{"worker", status.worker},   {"state", status.state},           {"reason", status.reason},
+            {"attempt", status.attempt}, {"pid", status.pid},               {"generation", status.generation},
+            {"state_since_unix_ms", status.state_since_unix_ms}};
+  if (status.last_step) j["last_step"] = *status.last_step;
+  return j.dump();
+}
+
+absl::StatusOr<WorkerJobStatus> DecodeStatus(const std::string& text) {
+  return Decode<WorkerJobStatus>(text, "status", [](const json& j) {
+    WorkerJobStatus status;
+    status.worker = j.at("worker").get<int>();
+    status.state = j.value("state", "");
+    status.reason = j.value("reason", "");
+    status.attempt = j.value("attempt", 0);
+    status.pid = j.value("pid", 0);
+    status.generation = j.value("generation", std::int64_t{0});
+    status.state_since_unix_ms = j.value("state_since_unix_ms", std::int64_t{0});
+    if (j.contains("last_step")) status.last_step = j.at("last_step").get<std::int64_t>();
+    return status;
+  });
+}
+
 }  // namespace tpud::slice

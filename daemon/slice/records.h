@@ -11,6 +11,8 @@
 //   gangs/{job}/generation   GenerationRecord: the gang's committed generation.
 //   gangs/{job}/reports/{worker}  GangReport of a stopped worker (no lease: a
 //                            report outlives a tpud restart).
+//   gangs/{job}/status/{worker}   WorkerJobStatus: the job as that worker runs
+//                            it, for `tpuctl status` on any worker.
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -40,6 +42,9 @@ struct Keys {
   std::string generation(const std::string& job) const { return gang(job) + "generation"; }
   std::string reports(const std::string& job) const { return gang(job) + "reports/"; }
   std::string report(const std::string& job, int worker) const { return reports(job) + std::to_string(worker); }
+  std::string status(const std::string& job, int worker) const {
+    return gang(job) + "status/" + std::to_string(worker);
+  }
 
   // "members/3" -> 3; nullopt for any other key.
   std::optional<int> MemberOf(const std::string& key) const;
@@ -80,6 +85,22 @@ struct GenerationRecord {
   bool slice_reset_started = false;     // The leader began the slice reset of this generation.
   bool operator==(const GenerationRecord&) const = default;
 };
+
+// One worker's view of a gang job, as `tpuctl status NAME` shows per worker.
+struct WorkerJobStatus {
+  int worker = -1;
+  std::string state;                  // JobStateName: "running", "backoff", ...
+  std::string reason;
+  int attempt = 0;
+  int pid = 0;
+  std::int64_t generation = 0;        // Of its newest attempt.
+  std::optional<std::int64_t> last_step;
+  std::int64_t state_since_unix_ms = 0;
+  bool operator==(const WorkerJobStatus&) const = default;
+};
+
+std::string EncodeStatus(const WorkerJobStatus& status);
+absl::StatusOr<WorkerJobStatus> DecodeStatus(const std::string& json);
 
 std::string EncodeMember(const MemberRecord& member);
 absl::StatusOr<MemberRecord> DecodeMember(const std::string& json);

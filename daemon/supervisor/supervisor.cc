@@ -74,6 +74,9 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
   deps.resolve_run_as = ResolveRunAs;
   deps.log_dir = options_.log_dir;
   deps.default_working_dir = options_.state_dir;
+  // A gang job learns the gang's generation from the slice, also when it was
+  // committed before the job existed here.
+  if (spec.gang && deps_.gang != nullptr) deps_.gang->Join(spec.name);
   return std::make_unique<Job>(std::move(spec), std::move(deps));
 }
 
@@ -131,8 +134,23 @@ absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::
     return s;
   }
   if (added) it = jobs_.emplace(name, std::move(added)).first;
+  // A gang spec goes to every worker of the slice; each runs it.
+  if (it->second->spec().gang && deps_.gang != nullptr) deps_.gang->Publish(name, spec_yaml_[name]);
   if (absl::Status s = it->second->Start(reason); !s.ok()) return s;
   return it->second->Snapshot();
+}
+
+absl::Status Supervisor::AdoptGangSpec(JobSpec spec, std::string spec_yaml) {
+  if (jobs_.count(spec.name) != 0) return absl::OkStatus();  // Submitted here, or configured: known already.
+  const std::string name = spec.name;
+  std::unique_ptr<Job> job = MakeJob(std::move(spec));
+  spec_yaml_[name] = std::move(spec_yaml);
+  if (absl::Status s = CommitIntent(*job, false); !s.ok()) {  // The gang's commits say when it runs.
+    spec_yaml_.erase(name);
+    return s;
+  }
+  jobs_.emplace(name, std::move(job));
+  return absl::OkStatus();
 }
 
 absl::Status Supervisor::CheckSubmission(const JobSpec& spec, const std::string& spec_yaml,

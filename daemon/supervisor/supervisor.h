@@ -112,6 +112,10 @@ class Supervisor final : public JobListener {
 
   // Adds a configured job (stopped). AlreadyExists for a taken name.
   absl::Status AddJob(JobSpec spec);
+  // Adds a gang job another worker of the slice submitted (published through
+  // etcd), stopped and recorded like a submitted job; the gang's commits
+  // start it. A job of that name already here is kept as it is (OK).
+  absl::Status AdoptGangSpec(JobSpec spec, std::string spec_yaml);
   Job* FindJob(const std::string& name) const;
   // Config reload (daemon/app/reload.h). ReplaceJobSpec: the job keeps its
   // state, counters and current attempt; the new spec's command, env,
