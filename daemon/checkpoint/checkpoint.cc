@@ -12,6 +12,7 @@
 #include <charconv>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -25,7 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using Candidate = std::optional<CheckpointRef>;
+// Every complete checkpoint found, by step; on a tie the one found first.
+using Found = std::map<std::int64_t, fs::path>;
 
 // Files we read (TF state file, orbax metadata) are small; cap what we load.
 constexpr std::size_t kMaxSmallFileBytes = 1 << 20;
@@ -66,11 +68,8 @@ std::optional<std::int64_t> StepFromMatch(std::string_view text, const RE2& re) 
   return ParseStep(digits);
 }
 
-// Keeps the candidate with the higher step; on a tie the earlier one.
-void KeepNewest(Candidate& best, fs::path path, std::int64_t step) {
-  if (best && best->step >= step) return;
-  best = CheckpointRef{std::move(path), step};
-}
+// Records a complete checkpoint; on a tie the one recorded first stays.
+void Keep(Found& found, fs::path path, std::int64_t step) { found.emplace(step, std::move(path)); }
 
 // Reads a small file whole; nullopt when it is missing or unreadable.
 std::optional<std::string> ReadSmallFile(const fs::path& path) {
@@ -129,11 +128,11 @@ std::vector<std::string> TensorflowPrefixes(const std::string& state) {
   return prefixes;
 }
 
-Candidate FindTensorflow(const fs::path& root) {
+Found FindTensorflow(const fs::path& root) {
   static const RE2 kStep(R"(-(\d+)$)");
   std::optional<std::string> state = ReadSmallFile(root / "checkpoint");
-  if (!state) return std::nullopt;
-  Candidate best;
+  if (!state) return {};
+  Found best;
   for (const std::string& text : TensorflowPrefixes(*state)) {
     fs::path prefix = (root / text).lexically_normal();  // `/` keeps an absolute `text` as is.
     std::string name = prefix.filename().string();
@@ -142,7 +141,7 @@ Candidate FindTensorflow(const fs::path& root) {
     }
     std::optional<std::int64_t> step = StepFromMatch(name, kStep);
     if (!step || !Exists(fs::path(prefix) += ".index")) continue;
-    KeepNewest(best, std::move(prefix), *step);
+    Keep(best, std::move(prefix), *step);
   }
   return best;
 }
@@ -174,53 +173,53 @@ bool OrbaxStepComplete(const fs::path& step_dir) {
   return !LooksLikeUnfinishedDcp(step_dir);
 }
 
-Candidate FindOrbax(const std::vector<Entry>& entries) {
+Found FindOrbax(const std::vector<Entry>& entries) {
   static const RE2 kStepDir(R"(^(\d+)$)");
-  Candidate best;
+  Found best;
   for (const Entry& entry : entries) {
     if (!entry.is_dir || HasPartialMarker(entry.name)) continue;
     std::optional<std::int64_t> step = StepFromMatch(entry.name, kStepDir);
-    if (step && OrbaxStepComplete(entry.path)) KeepNewest(best, entry.path, *step);
+    if (step && OrbaxStepComplete(entry.path)) Keep(best, entry.path, *step);
   }
   return best;
 }
 
 // ---- huggingface ------------------------------------------------------------
 
-Candidate FindHuggingface(const std::vector<Entry>& entries) {
+Found FindHuggingface(const std::vector<Entry>& entries) {
   static const RE2 kStepDir(R"(^checkpoint-(\d+)$)");
-  Candidate best;
+  Found best;
   for (const Entry& entry : entries) {
     if (!entry.is_dir) continue;
     std::optional<std::int64_t> step = StepFromMatch(entry.name, kStepDir);
-    if (step && Exists(entry.path / "trainer_state.json")) KeepNewest(best, entry.path, *step);
+    if (step && Exists(entry.path / "trainer_state.json")) Keep(best, entry.path, *step);
   }
   return best;
 }
 
 // ---- torch_dcp --------------------------------------------------------------
 
-Candidate FindTorchDcp(const std::vector<Entry>& entries) {
+Found FindTorchDcp(const std::vector<Entry>& entries) {
   static const RE2 kTrailingStep(R"((\d+)$)");
-  Candidate best;
+  Found best;
   for (const Entry& entry : entries) {
     if (!entry.is_dir || HasPartialMarker(entry.name)) continue;
     std::optional<std::int64_t> step = StepFromMatch(entry.name, kTrailingStep);
     if (!step || !Exists(entry.path / ".metadata") || Exists(entry.path / ".metadata.tmp")) continue;
-    KeepNewest(best, entry.path, *step);
+    Keep(best, entry.path, *step);
   }
   return best;
 }
 
 // ---- lightning --------------------------------------------------------------
 
-Candidate FindLightning(const std::vector<Entry>& entries) {
+Found FindLightning(const std::vector<Entry>& entries) {
   static const RE2 kStepFile(R"(step=(\d+).*\.ckpt$)");
-  Candidate best;
+  Found best;
   for (const Entry& entry : entries) {
     if (!entry.is_file || HasPartialMarker(entry.name)) continue;
     std::optional<std::int64_t> step = StepFromMatch(entry.name, kStepFile);
-    if (step) KeepNewest(best, entry.path, *step);
+    if (step) Keep(best, entry.path, *step);
   }
   return best;
 }
@@ -238,19 +237,19 @@ absl::Status CheckPattern(const RE2& re, const std::string& pattern) {
   return absl::OkStatus();
 }
 
-Candidate FindByPattern(const std::vector<Entry>& entries, const RE2& re) {
-  Candidate best;
+Found FindByPattern(const std::vector<Entry>& entries, const RE2& re) {
+  Found best;
   for (const Entry& entry : entries) {
     if (HasPartialMarker(entry.name)) continue;
     std::optional<std::int64_t> step = StepFromMatch(entry.name, re);
-    if (step) KeepNewest(best, entry.path, *step);
+    if (step) Keep(best, entry.path, *step);
   }
   return best;
 }
 
 // ---- dispatch ---------------------------------------------------------------
 
-Candidate FindForLayout(CheckpointLayout layout, const fs::path& root, const std::vector<Entry>& entries) {
+Found FindForLayout(CheckpointLayout layout, const fs::path& root, const std::vector<Entry>& entries) {
   switch (layout) {
     case CheckpointLayout::kTensorflow: return FindTensorflow(root);
     case CheckpointLayout::kOrbax: return FindOrbax(entries);
@@ -260,18 +259,15 @@ Candidate FindForLayout(CheckpointLayout layout, const fs::path& root, const std
     case CheckpointLayout::kAuto:
     case CheckpointLayout::kPattern: break;  // Handled by the caller.
   }
-  return std::nullopt;
+  return {};
 }
 
-Candidate FindAuto(const fs::path& root, const std::vector<Entry>& entries) {
+Found FindAuto(const fs::path& root, const std::vector<Entry>& entries) {
   constexpr CheckpointLayout kOrder[] = {CheckpointLayout::kTensorflow, CheckpointLayout::kOrbax,
                                          CheckpointLayout::kHuggingface, CheckpointLayout::kTorchDcp,
                                          CheckpointLayout::kLightning};
-  Candidate best;
-  for (CheckpointLayout layout : kOrder) {
-    Candidate found = FindForLayout(layout, root, entries);
-    if (found) KeepNewest(best, std::move(found->path), found->step);
-  }
+  Found best;
+  for (CheckpointLayout layout : kOrder) best.merge(FindForLayout(layout, root, entries));  // Earlier layouts win ties.
   return best;
 }
 
@@ -284,25 +280,49 @@ fs::path AbsoluteDir(const fs::path& dir) {
   return root;
 }
 
-}  // namespace
-
-absl::StatusOr<std::optional<CheckpointRef>> FindNewestCheckpoint(const CheckpointSpec& spec) {
+// Every complete checkpoint of `spec`, by step.
+absl::StatusOr<Found> ListCheckpoints(const CheckpointSpec& spec) {
   std::optional<RE2> pattern;
   if (spec.layout == CheckpointLayout::kPattern) {
     pattern.emplace(spec.pattern, RE2::Quiet);
     if (absl::Status status = CheckPattern(*pattern, spec.pattern); !status.ok()) return status;
   }
-  if (spec.dir.empty()) return std::nullopt;
+  if (spec.dir.empty()) return Found{};
   fs::path root = AbsoluteDir(spec.dir);
   absl::StatusOr<std::optional<std::vector<Entry>>> entries = ListEntries(root);
   if (!entries.ok()) return entries.status();
-  if (!entries->has_value()) return std::nullopt;
+  if (!entries->has_value()) return Found{};
   const std::vector<Entry>& listed = **entries;
   switch (spec.layout) {
     case CheckpointLayout::kAuto: return FindAuto(root, listed);
     case CheckpointLayout::kPattern: return FindByPattern(listed, *pattern);
     default: return FindForLayout(spec.layout, root, listed);
   }
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<CheckpointRef>> FindNewestCheckpoint(const CheckpointSpec& spec) {
+  absl::StatusOr<Found> found = ListCheckpoints(spec);
+  if (!found.ok()) return found.status();
+  if (found->empty()) return std::nullopt;
+  return CheckpointRef{found->rbegin()->second, found->rbegin()->first};
+}
+
+absl::StatusOr<std::vector<std::int64_t>> ListCompleteSteps(const CheckpointSpec& spec) {
+  absl::StatusOr<Found> found = ListCheckpoints(spec);
+  if (!found.ok()) return found.status();
+  std::vector<std::int64_t> steps;
+  for (const auto& [step, path] : *found) steps.push_back(step);
+  return steps;
+}
+
+absl::StatusOr<std::optional<CheckpointRef>> FindCheckpointAtStep(const CheckpointSpec& spec, std::int64_t step) {
+  absl::StatusOr<Found> found = ListCheckpoints(spec);
+  if (!found.ok()) return found.status();
+  const auto it = found->find(step);
+  if (it == found->end()) return std::nullopt;
+  return CheckpointRef{it->second, step};
 }
 
 }  // namespace tpud

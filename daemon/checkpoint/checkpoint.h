@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/core/job_spec.h"
@@ -42,5 +43,14 @@ struct CheckpointRef {
 // Internal/PermissionDenied when the directory cannot be read.
 // Thread-safety: a pure function of the filesystem; safe from any thread.
 absl::StatusOr<std::optional<CheckpointRef>> FindNewestCheckpoint(const CheckpointSpec& spec);
+
+// The steps of every complete checkpoint, ascending (what a gang worker
+// reports, so the gang can resume from a step every worker holds). Same
+// completeness rules and errors as FindNewestCheckpoint; empty when none.
+absl::StatusOr<std::vector<std::int64_t>> ListCompleteSteps(const CheckpointSpec& spec);
+
+// The complete checkpoint of exactly `step`, or nullopt when there is none.
+// Same rules and errors as FindNewestCheckpoint.
+absl::StatusOr<std::optional<CheckpointRef>> FindCheckpointAtStep(const CheckpointSpec& spec, std::int64_t step);
 
 }  // namespace tpud

@@ -21,6 +21,8 @@ const std::string& NumberedEvent::job() const {
 
 Supervisor::Supervisor(Deps deps, Options options) : deps_(std::move(deps)), options_(std::move(options)) {
   if (!deps_.find_checkpoint) deps_.find_checkpoint = FindNewestCheckpoint;
+  if (!deps_.find_checkpoint_at_step) deps_.find_checkpoint_at_step = FindCheckpointAtStep;
+  if (!deps_.list_checkpoint_steps) deps_.list_checkpoint_steps = ListCompleteSteps;
   if (!deps_.random) {
     auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
     deps_.random = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };

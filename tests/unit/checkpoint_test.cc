@@ -289,4 +289,42 @@ TEST_CASE("Checkpoint: auto never picks a partial checkpoint with a higher step"
 }
 
 }  // namespace
+// ---- every complete step (gangs resume from a step all workers hold) ---------
+
+TEST_CASE("Checkpoint: every complete step is listed ascending, partial ones never", "[checkpoint]") {
+  TempDir tmp;
+  tmp.File("100/_CHECKPOINT_METADATA", kCommittedMetadata);
+  tmp.File("300/_CHECKPOINT_METADATA", kCommittedMetadata);
+  tmp.File("200/_CHECKPOINT_METADATA", kCommittedMetadata);
+  tmp.File("400/_CHECKPOINT_METADATA", kUncommittedMetadata);  // Still being written.
+  tmp.Dir("500.orbax-checkpoint-tmp-1700000000");
+  absl::StatusOr<std::vector<std::int64_t>> steps = ListCompleteSteps(Spec(tmp.path(), CheckpointLayout::kOrbax));
+  REQUIRE(steps.ok());
+  CHECK(*steps == std::vector<std::int64_t>{100, 200, 300});
+  // FindNewestCheckpoint agrees with the list's last entry.
+  RequireFound(Find(Spec(tmp.path(), CheckpointLayout::kOrbax)), tmp.path() / "300", 300);
+}
+
+TEST_CASE("Checkpoint: the checkpoint of one step, not only the newest", "[checkpoint]") {
+  TempDir tmp;
+  tmp.Dir("checkpoint-10");
+  tmp.File("checkpoint-10/trainer_state.json", "{}");
+  tmp.Dir("checkpoint-20");
+  tmp.File("checkpoint-20/trainer_state.json", "{}");
+  tmp.Dir("checkpoint-30");  // No trainer_state.json: partial.
+  const CheckpointSpec spec = Spec(tmp.path(), CheckpointLayout::kAuto);
+  absl::StatusOr<std::optional<CheckpointRef>> at10 = FindCheckpointAtStep(spec, 10);
+  REQUIRE(at10.ok());
+  RequireFound(*at10, tmp.path() / "checkpoint-10", 10);
+  absl::StatusOr<std::optional<CheckpointRef>> at30 = FindCheckpointAtStep(spec, 30);
+  REQUIRE(at30.ok());
+  CHECK_FALSE(at30->has_value());
+  // No directory yet: nothing, not an error; a bad pattern: an error naming it.
+  absl::StatusOr<std::vector<std::int64_t>> none = ListCompleteSteps(Spec(tmp.path() / "missing", CheckpointLayout::kAuto));
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  CHECK(ListCompleteSteps(Spec(tmp.path(), CheckpointLayout::kPattern, "no-group")).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace tpud
