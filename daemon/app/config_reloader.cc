@@ -85,6 +85,8 @@ absl::Status ConfigReloader::Reload() {
     notifier_.Reloaded(absl::StrCat("last reload failed: ", next.status().message(), "; "));
     return next.status();
   }
+  // Gang specs as this worker runs them, so an unchanged one compares equal.
+  for (JobSpec& spec : next->jobs) spec = supervisor_.ForThisWorker(std::move(spec));
   const ReloadPlan plan = PlanReload(running_, *next, RunningJobs(supervisor_));
   spdlog::info("reload: {}", DescribePlan(plan));
   absl::Status applied = ApplyReloadPlan(plan, supervisor_);

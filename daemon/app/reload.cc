@@ -30,6 +30,8 @@ std::vector<std::string> ChangedTopLevelKeys(const DaemonConfig& a, const Daemon
       {"cgroup_root", a.cgroup_root != b.cgroup_root},
       // The reset backend, its budget and the preflight checks are built at startup.
       {"tpu", !(a.tpu == b.tpu && a.tpu_reset == b.tpu_reset && a.tpu_preflight == b.tpu_preflight)},
+      // Membership, the etcd client and the coordinator are built at startup.
+      {"slice", a.slice != b.slice},
   };
   std::vector<std::string> changed;
   for (const auto& [key, differs] : keys) {

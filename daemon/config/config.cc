@@ -28,6 +28,7 @@
 #include "daemon/core/text.h"
 #include "daemon/core/limits.h"
 #include "daemon/config/socket_access.h"
+#include "daemon/config/slice_section.h"
 #include "daemon/config/tpu_section.h"
 #include "daemon/core/job_spec.h"
 #include "daemon/config/yaml_reader.h"
@@ -43,11 +44,11 @@ using namespace config_internal;  // NOLINT: this file is the schema over the re
 constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",      "metrics",
                                           "jobs_dir", "jobs",      "gce_metadata", "launcher",
                                           "stop_jobs_on_exit", "socket_group", "socket_mode", "tpu",
-                                          "cgroup_root"};
+                                          "cgroup_root", "slice"};
 constexpr absl::string_view kJobKeys[] = {"name",      "command",       "working_dir", "env",
                                           "autostart", "start_seconds", "checkpoint",  "resume_args",
                                           "restart",   "stop",          "log",         "progress",
-                                          "failure_rules", "checkpoint_signal", "user", "group"};
+                                          "failure_rules", "checkpoint_signal", "user", "group", "gang"};
 constexpr absl::string_view kMetricsKeys[] = {"listen"};
 constexpr absl::string_view kCheckpointKeys[] = {"dir", "layout", "pattern"};
 constexpr absl::string_view kRestartKeys[] = {"max_restarts", "backoff_initial_seconds",
@@ -211,6 +212,7 @@ void ParseJobNode(Reader& r, const YAML::Node& node, const YAML::Mark& mark, con
   Read(r, node, path, "user", &spec->user);
   Read(r, node, path, "group", &spec->group);
   Read(r, node, path, "autostart", &spec->autostart);
+  Read(r, node, path, "gang", &spec->gang);
   Read(r, node, path, "start_seconds", &spec->start_seconds);
   ReadCheckpoint(r, node, path, base, &spec->checkpoint);
   ReadStrings(r, node, path, "resume_args", &spec->resume_args);
@@ -235,6 +237,11 @@ void AddJob(Reader& r, const YAML::Node& node, const YAML::Mark& mark, const std
   if (!inserted) {
     return r.Fail(name_mark, Join(path, "name"),
                   StrCat("duplicate job name \"", spec.name, "\", first defined at ", first->second));
+  }
+  if (spec.gang && !config->slice) {
+    return r.Fail(MarkOf(node, mark, "gang"), Join(path, "gang"),
+                  StrCat("job \"", spec.name, "\" is a gang job, but this tpud has no slice: section "
+                         "(a gang runs on every worker of a multi-host slice, agreed through etcd)"));
   }
   spec.origin = StrCat("config:", r.source());
   config->jobs.push_back(std::move(spec));
@@ -338,6 +345,7 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
            StrCat("expected auto, none or an absolute path, got \"", Truncated(config->cgroup_root), "\""));
   }
   ReadTpuSection(r, root, config);
+  ReadSliceSection(r, root, base, config);
   Read(r, root, "", "jobs_dir", &config->jobs_dir);
   config->jobs_dir = Resolve(base, config->jobs_dir);
   std::error_code ec;

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/core/job_spec.h"
+#include "daemon/core/slice_config.h"
 #include "daemon/core/tpu_config.h"
 
 namespace tpud {
@@ -63,6 +64,9 @@ struct DaemonConfig {
   TpuConfig tpu;
   TpuResetPolicy tpu_reset;
   TpuPreflightPolicy tpu_preflight;
+  // The `slice:` section (daemon/core/slice_config.h): the multi-host slice
+  // this tpud is a worker of. nullopt: this VM alone; gang jobs are refused.
+  std::optional<SliceConfig> slice;
 };
 
 // Loads tpud.yaml and the job specs of its jobs_dir. Relative paths in the file

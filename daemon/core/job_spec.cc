@@ -7,6 +7,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "daemon/core/durations.h"
 #include "daemon/core/exit_status.h"
 #include "daemon/core/limits.h"
@@ -253,6 +254,21 @@ std::optional<CheckpointLayout> ParseCheckpointLayout(const std::string& name) {
     if (name == layout_name) return value;
   }
   return std::nullopt;
+}
+
+JobSpec ExpandWorker(JobSpec spec, int worker_id, int num_workers) {
+  const std::vector<std::pair<std::string, std::string>> replacements = {
+      {"{worker_id}", std::to_string(worker_id)}, {"{num_workers}", std::to_string(num_workers)}};
+  const auto expand = [&](const std::string& text) { return absl::StrReplaceAll(text, replacements); };
+  const auto expand_path = [&](const std::filesystem::path& path) {
+    return std::filesystem::path(expand(path.string()));
+  };
+  for (std::string& arg : spec.command) arg = expand(arg);
+  for (auto& [name, value] : spec.env) value = expand(value);
+  spec.working_dir = expand_path(spec.working_dir);
+  spec.checkpoint.dir = expand_path(spec.checkpoint.dir);
+  spec.progress.heartbeat_file = expand_path(spec.progress.heartbeat_file);
+  return spec;
 }
 
 }  // namespace tpud

@@ -109,6 +109,13 @@ struct JobSpec {
   bool operator==(const JobSpec&) const = default;  // For reload (daemon/app/reload.h).
 };
 
+// `spec` as worker `worker_id` of `num_workers` runs it: "{worker_id}" and
+// "{num_workers}" replaced in command args, env values, working_dir,
+// checkpoint.dir and progress.heartbeat_file (so one gang spec serves every
+// worker, also several workers sharing one machine). Other braces
+// ({checkpoint}, {step} in resume_args) are left alone.
+JobSpec ExpandWorker(JobSpec spec, int worker_id, int num_workers);
+
 // The one job-name rule: [a-z0-9][a-z0-9_.-]{0,62}, so at most 63 bytes,
 // never "." or "..", never a '/': a name is also a file name (the job log,
 // the attempt directory). OK, or InvalidArgument naming `field`:

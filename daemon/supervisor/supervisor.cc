@@ -48,7 +48,13 @@ Supervisor::~Supervisor() {
   output_.CloseAll();
 }
 
+JobSpec Supervisor::ForThisWorker(JobSpec spec) const {
+  if (!spec.gang || deps_.gang == nullptr) return spec;
+  return ExpandWorker(std::move(spec), deps_.worker_id, deps_.num_workers);
+}
+
 std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
+  spec = ForThisWorker(std::move(spec));  // One gang spec, as this worker runs it.
   JobDeps deps;
   deps.clock = deps_.clock;
   deps.launcher = deps_.launcher;
@@ -128,7 +134,7 @@ absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::
   spec_yaml_[name] = std::move(spec_yaml);
   std::optional<JobSpec> previous_spec;
   if (!added) previous_spec = job.spec();
-  if (!added) job.UpdateSpec(std::move(spec));
+  if (!added) job.UpdateSpec(ForThisWorker(std::move(spec)));
   if (absl::Status s = CommitIntent(job, true); !s.ok()) {  // Nothing changes when it cannot be recorded.
     if (previous_spec) job.UpdateSpec(std::move(*previous_spec));
     if (added || previous_yaml.empty()) spec_yaml_.erase(name);
@@ -238,7 +244,7 @@ absl::Status Supervisor::ReplaceJobSpec(JobSpec spec) {
   absl::StatusOr<Job*> job = Find(spec.name);
   if (!job.ok()) return job.status();
   spec_yaml_.erase(spec.name);  // Now the config's, not a submitted spec.
-  (*job)->UpdateSpec(std::move(spec));
+  (*job)->UpdateSpec(ForThisWorker(std::move(spec)));
   PersistJob(**job);
   return Durable(absl::OkStatus());
 }

@@ -110,6 +110,9 @@ class Supervisor final : public JobListener {
   using Reattached = std::map<std::string, std::pair<int, std::unique_ptr<Attempt>>>;
   void Resume(Reattached attempts);
 
+  // `spec` as this worker runs it: a gang spec with {worker_id} and
+  // {num_workers} expanded (ExpandWorker) when the slice is wired; else as is.
+  JobSpec ForThisWorker(JobSpec spec) const;
   // Adds a configured job (stopped). AlreadyExists for a taken name.
   absl::Status AddJob(JobSpec spec);
   // Adds a gang job another worker of the slice submitted (published through
