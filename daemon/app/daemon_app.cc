@@ -17,6 +17,7 @@
 #include "daemon/app/config_reloader.h"
 #include "daemon/app/systemd_notify.h"
 #include "daemon/app/metadata_link.h"
+#include "daemon/app/slice_link.h"
 #include "daemon/app/state_dir_lock.h"
 #include "daemon/process/attempt_cgroup.h"
 #include "daemon/app/tpu_link.h"
@@ -135,6 +136,10 @@ absl::Status RunDaemon(const DaemonConfig& config) {
     return std::shared_ptr<void>(std::move(*watcher));
   };
   tpu->Wire(config, &deps);
+  // A multi-host slice (config slice:): gang jobs agree through etcd.
+  absl::StatusOr<std::unique_ptr<SliceLink>> slice = SliceLink::Create(io, config);
+  if (!slice.ok()) return slice.status();
+  if (*slice) (*slice)->Wire(&deps);
   Supervisor supervisor(std::move(deps), {config.log_dir, config.state_dir});
   ServiceNotifier notifier(io, [&supervisor] {
     std::string line = SummarizeJobs(supervisor.List());
@@ -148,6 +153,7 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   supervisor.Resume(shim_launcher ? ReattachAttempts(*shim_launcher, supervisor, config.state_dir)
                                   : Supervisor::Reattached{});
   MetadataLink metadata(config.gce_metadata, io, supervisor);
+  if (*slice) (*slice)->Start(supervisor);  // Commits reach the jobs once the loop runs.
 
   std::unique_ptr<MetricsServer> metrics;
   auto loop_running = std::make_shared<std::atomic<bool>>(true);
@@ -174,6 +180,7 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   PeerRegistry peers;
   SupervisorService service(io, supervisor, info, &peers);
   service.SetTpu(config.tpu.backend, tpu->recovery.get(), tpu->checks.get());
+  if (*slice) service.SetSlice(&(*slice)->coordinator(), &(*slice)->etcd(), (*slice)->endpoints());
   absl::StatusOr<std::unique_ptr<ControlServer>> control = ControlServer::Start(config, service, peers);
   if (!control.ok()) return control.status();
   std::unique_ptr<ControlServer> server = *std::move(control);
@@ -187,6 +194,7 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   // loop. Jobs under shims are left running for the next tpud to re-attach.
   std::thread closer;
   const auto close_servers = [&] {
+    if (*slice) (*slice)->Stop();  // Its lease is kept: the next tpud rejoins with it.
     closer = std::thread([&] {
       supervisor.events().CloseAll();
       supervisor.output().CloseAll();

@@ -160,24 +160,6 @@ std::string ConfigYaml(const TempDir& dir, const std::string& jobs_yaml,
 
 }  // namespace
 
-TempDir::TempDir() {
-  std::string pattern = "/tmp/tpud-it-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw SystemError("mkdtemp " + pattern, errno);
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
-fs::path TempDir::WriteFile(const std::string& name, const std::string& text) const {
-  const fs::path path = path_ / name;
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
 CommandResult RunCommand(const std::vector<std::string>& argv, Seconds timeout,
                          const fs::path& stdin_path) {
   int out[2], err[2];

@@ -21,26 +21,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/fixtures/temp_dir.h"
+
 namespace tpud::testing {
 
 using Seconds = std::chrono::duration<double>;
-
-// A fresh directory /tmp/tpud-it-XXXXXX, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();  // Throws std::runtime_error when mkdtemp fails.
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-  // Writes `text` to path()/name (parent directories created); returns the path.
-  std::filesystem::path WriteFile(const std::string& name, const std::string& text) const;
-
- private:
-  std::filesystem::path path_;
-};
 
 // How a finished command went.
 struct CommandResult {

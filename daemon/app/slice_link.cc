@@ -1,0 +1,144 @@
+#include "daemon/app/slice_link.h"
+
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/supervisor/job_state.h"
+#include "spdlog/spdlog.h"
+
+namespace tpud {
+namespace {
+
+constexpr auto kStatusInterval = std::chrono::seconds(1);
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+// The metadata server, when tpud may use it and one answers.
+std::unique_ptr<MetadataClient> MetadataFor(const GceMetadataConfig& config) {
+  if (config.enabled == "false") return nullptr;
+  auto metadata = std::make_unique<MetadataClient>(MetadataBaseUrl(config.host));
+  if (config.enabled == "auto" && !metadata->Probe().ok()) return nullptr;
+  return metadata;
+}
+
+slice::SliceReset ResetKind(const DaemonConfig& config) {
+  if (config.tpu.backend == "local") return slice::SliceReset::kLocal;
+  return slice::SliceReset::kNone;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SliceLink>> SliceLink::Create(boost::asio::io_context& io,
+                                                             const DaemonConfig& config) {
+  if (!config.slice) return std::unique_ptr<SliceLink>();
+  const SliceConfig& slice = *config.slice;
+  std::unique_ptr<SliceLink> link(new SliceLink(io, config));
+  const bool needs_metadata = !slice.worker_id || !slice.num_workers;
+  std::unique_ptr<MetadataClient> metadata = needs_metadata ? MetadataFor(config.gce_metadata) : nullptr;
+  absl::StatusOr<SliceIdentity> identity = ResolveSliceIdentity(slice, config.tpu.name, metadata.get(), ProcessEnv);
+  if (!identity.ok()) {
+    return absl::Status(identity.status().code(), absl::StrCat("slice: ", identity.status().message()));
+  }
+  link->identity_ = *identity;
+
+  etcd::ClientOptions options;
+  options.endpoints = slice.etcd.endpoints;
+  if (!slice.etcd.tls.ca.empty() || !slice.etcd.tls.cert.empty()) {
+    options.tls = etcd::TlsFiles{slice.etcd.tls.ca.string(), slice.etcd.tls.cert.string(), slice.etcd.tls.key.string()};
+  }
+  absl::StatusOr<std::unique_ptr<etcd::GrpcEtcdClient>> client = etcd::GrpcEtcdClient::Create(options);
+  if (!client.ok()) return absl::Status(client.status().code(), absl::StrCat("slice.etcd: ", client.status().message()));
+  link->etcd_ = *std::move(client);
+  link->endpoints_ = link->etcd_->endpoints();
+
+  slice::CoordinatorOptions coordinator;
+  coordinator.prefix = slice.etcd.prefix;
+  coordinator.slice = identity->name;
+  coordinator.worker_id = identity->worker_id;
+  coordinator.num_workers = identity->num_workers;
+  coordinator.lease_ttl = std::chrono::seconds(slice.etcd.lease_seconds);
+  coordinator.host = HostName();
+  coordinator.state_dir = config.state_dir;
+  coordinator.reset = ResetKind(config);
+  slice::CoordinatorHooks hooks;
+  SliceLink* self = link.get();
+  hooks.post = [&io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); };
+  hooks.on_commit = [self](const std::string& job, const GangCommit& commit) {
+    if (self->supervisor_ != nullptr) self->supervisor_->OnGangCommitted(job, commit);
+  };
+  hooks.on_spec = [self](const std::string& job, const std::string& spec_yaml) { self->OnSpec(job, spec_yaml); };
+  link->coordinator_ = std::make_unique<slice::Coordinator>(*link->etcd_, coordinator, hooks);
+  spdlog::info("slice {}: this is worker {} of {} ({}); etcd at {}", identity->name, identity->worker_id,
+               identity->num_workers, identity->source, absl::StrJoin(link->endpoints_, ", "));
+  return link;
+}
+
+SliceLink::~SliceLink() { Stop(); }
+
+void SliceLink::Wire(Supervisor::Deps* deps) const {
+  deps->gang = coordinator_.get();
+  deps->worker_id = identity_.worker_id;
+  deps->num_workers = identity_.num_workers;
+  deps->reset_is_local = config_.tpu.backend == "local";
+}
+
+void SliceLink::Start(Supervisor& supervisor) {
+  supervisor_ = &supervisor;
+  coordinator_->Start();
+  PublishStatuses();
+}
+
+void SliceLink::Stop() {
+  timer_.cancel();
+  if (coordinator_) coordinator_->Stop();
+}
+
+void SliceLink::OnSpec(const std::string& job, const std::string& spec_yaml) {
+  if (supervisor_ == nullptr || supervisor_->HasJob(job)) return;
+  absl::StatusOr<JobSpec> spec = ParseJobSpec(spec_yaml, absl::StrCat("slice gang ", job), config_.state_dir);
+  if (spec.ok() && spec->name != job) {
+    spec = absl::InvalidArgumentError(absl::StrCat("names job \"", spec->name, "\", stored as \"", job, "\""));
+  }
+  if (spec.ok() && !spec->gang) spec = absl::InvalidArgumentError("gang: is not true");
+  if (!spec.ok()) {
+    spdlog::error("slice {}: gang spec {} from etcd refused: {}", identity_.name, job,
+                  std::string(spec.status().message()));
+    return;
+  }
+  spec->origin = "slice";
+  if (absl::Status s = supervisor_->AdoptGangSpec(*std::move(spec), spec_yaml); !s.ok()) {
+    spdlog::error("slice {}: gang job {}: {}", identity_.name, job, std::string(s.message()));
+    return;
+  }
+  spdlog::info("slice {}: gang job {} added (submitted on another worker)", identity_.name, job);
+}
+
+void SliceLink::PublishStatuses() {
+  if (supervisor_ == nullptr) return;
+  for (const JobSnapshot& job : supervisor_->List()) {
+    if (!job.spec.gang) continue;
+    slice::WorkerJobStatus status;
+    status.worker = identity_.worker_id;
+    status.state = JobStateName(job.state);
+    status.reason = job.reason;
+    status.attempt = job.attempt;
+    status.pid = job.pid;
+    status.generation = job.gang_generation;
+    status.last_step = job.last_step;
+    status.state_since_unix_ms = ToUnixMillis(job.state_since);
+    coordinator_->PublishStatus(job.name, status);
+  }
+  timer_.expires_after(kStatusInterval);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) PublishStatuses();
+  });
+}
+
+}  // namespace tpud

@@ -1,0 +1,262 @@
+// Multi-host slices end to end: several real tpud processes on this machine
+// act as the workers of one slice, agreeing through a real etcd on loopback,
+// and run one gang job (tests/data/gang_trainer.py) with real child processes.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/fixtures/etcd_cluster.h"
+#include "tests/integration/harness.h"
+
+namespace tpud::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kTrainer = std::string(TPUD_SOURCE_DIR) + "/tests/data/gang_trainer.py";
+
+// One gang job on `workers` tpuds.
+class Slice {
+ public:
+  Slice(int workers, int etcd_members = 1, const std::string& extra_job_yaml = "")
+      : etcd_(etcd_members), workers_(workers) {
+    fs::create_directories(control_);
+    for (int i = 0; i < workers; ++i) dirs_.push_back(std::make_unique<TempDir>());
+    job_yaml_ = "- name: train\n"
+                "  gang: true\n"
+                "  autostart: true\n"
+                "  command: [/usr/bin/python3, " + YamlQuote(kTrainer) + ", --ckpt-dir, " +
+                YamlQuote((shared_.path() / "ckpt-{worker_id}").string()) + ", --control-dir, " +
+                YamlQuote(control_.string()) + "]\n"
+                "  resume_args: [--resume-step, \"{step}\"]\n"
+                "  checkpoint: {dir: " + YamlQuote((shared_.path() / "ckpt-{worker_id}").string()) +
+                ", layout: orbax}\n"
+                "  progress: {regex: \"^step (\\\\d+)\"}\n"
+                "  restart: {backoff_initial_seconds: 0.2, backoff_jitter: 0, max_restarts: 5}\n"
+                "  stop: {grace_seconds: 2}\n" + extra_job_yaml;
+    for (int i = 0; i < workers; ++i) Start(i);
+  }
+
+  void Start(int worker) {
+    std::string endpoints;
+    for (const std::string& e : etcd_.endpoints()) endpoints += (endpoints.empty() ? "" : ", ") + YamlQuote(e);
+    const std::string daemon_yaml = "gce_metadata: {enabled: \"false\"}\n"
+                                    "slice:\n"
+                                    "  etcd: {endpoints: [" + endpoints + "], prefix: /it, lease_seconds: 3}\n"
+                                    "  name: test-slice\n"
+                                    "  worker_id: " + std::to_string(worker) + "\n"
+                                    "  num_workers: " + std::to_string(workers_) + "\n";
+    tpuds_.resize(workers_);
+    // A replaced tpud is kept until the end: destroying it would end every
+    // process it left behind, other workers' attempts included.
+    if (tpuds_[worker]) retired_.push_back(std::move(tpuds_[worker]));
+    tpuds_[worker] = std::make_unique<TpudProcess>(*dirs_[worker], job_yaml_, daemon_yaml);
+  }
+
+  TpudProcess& operator[](int worker) { return *tpuds_[worker]; }
+  int size() const { return workers_; }
+  EtcdCluster& etcd() { return etcd_; }
+  void Inject(const std::string& kind, int worker) {
+    std::ofstream(control_ / (kind + "-w" + std::to_string(worker))) << "1";
+  }
+  fs::path ckpt(int worker) const { return shared_.path() / ("ckpt-" + std::to_string(worker)); }
+
+  // Every worker's own status of the job.
+  std::vector<json> Statuses() {
+    std::vector<json> out;
+    for (auto& t : tpuds_) out.push_back(t->Status("train"));
+    return out;
+  }
+  // True once every worker runs an attempt of `generation` (gang generation
+  // as each worker's tpud reports it) that has made progress.
+  bool AllRunning(std::int64_t generation) {
+    for (const json& s : Statuses()) {
+      if (s["state"] != "running" || s["gang"].is_null() || s["gang"]["phase"] != "starting" ||
+          s["gang"]["generation"] != generation || s["last_step"].is_null()) {
+        return false;
+      }
+    }
+    return true;
+  }
+  bool WaitAllRunning(std::int64_t generation, Seconds timeout = Seconds(40)) {
+    return WaitFor([&] { return AllRunning(generation); }, timeout);
+  }
+  std::vector<std::string> LogLines(int worker, const std::string& needle) {
+    std::vector<std::string> found;
+    for (const std::string& line : Lines(tpuds_[worker]->Logs("train", 100000))) {
+      if (line.find(needle) != std::string::npos) found.push_back(line);
+    }
+    return found;
+  }
+
+ private:
+  EtcdCluster etcd_;
+  int workers_;
+  TempDir shared_;
+  fs::path control_ = shared_.path() / "control";
+  std::vector<std::unique_ptr<TempDir>> dirs_;
+  std::vector<std::unique_ptr<TpudProcess>> retired_;
+  std::vector<std::unique_ptr<TpudProcess>> tpuds_;
+  std::string job_yaml_;
+};
+
+// The step every worker says it resumed from in `generation`'s attempt.
+std::set<std::string> ResumeLines(Slice& slice, int generation) {
+  std::set<std::string> steps;
+  for (int w = 0; w < slice.size(); ++w) {
+    for (const std::string& line : slice.LogLines(w, "generation " + std::to_string(generation) + ":")) {
+      steps.insert(line.substr(line.find(':') + 2));
+    }
+  }
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE("slice: one worker's crash restarts every worker together from the newest common step",
+          "[slice][integration]") {
+  Slice slice(3);
+  REQUIRE(slice.WaitAllRunning(1));
+  REQUIRE(WaitFor([&] { return fs::exists(slice.ckpt(0) / "5") && fs::exists(slice.ckpt(2) / "5"); }, Seconds(20)));
+
+  slice.Inject("crash", 1);
+  REQUIRE(slice.WaitAllRunning(2));
+  const std::vector<json> statuses = slice.Statuses();
+  for (const json& s : statuses) {
+    CHECK(s["gang"]["generation"] == 2);
+    CHECK(s["gang"]["restarts"] == 1);
+    CHECK(s["attempt"] == 2);  // Every worker restarted exactly once: one generation for the incident.
+  }
+  // Each worker resumed from the same step, one every worker held.
+  const std::set<std::string> resumed = ResumeLines(slice, 2);
+  REQUIRE(resumed.size() == 1);
+  const std::string line = *resumed.begin();
+  REQUIRE(line.rfind("resumed from step ", 0) == 0);
+  const std::string step = line.substr(std::string("resumed from step ").size());
+  CHECK(statuses[0]["gang"]["step"] == std::stoll(step));
+  for (int w = 0; w < 3; ++w) CHECK(fs::exists(slice.ckpt(w) / step));
+
+  // Any worker shows the whole gang: one row per worker.
+  const json gang = slice[2].Status("train")["gang"];
+  REQUIRE(gang["workers"].size() == 3);
+  CHECK(WaitFor(
+      [&] {
+        const json rows = slice[0].Status("train")["gang"]["workers"];
+        for (const json& row : rows) {
+          if (row["up"] != true || row["state"] != "running" || row["generation"] != 2) return false;
+        }
+        return true;
+      },
+      Seconds(10)));
+  const CommandResult table = slice[0].Tpuctl({"status", "train"});
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find("WORKER") != std::string::npos);
+  const CommandResult view = slice[1].Tpuctl({"slice"});
+  CHECK(view.exit_code == 0);
+  CHECK(view.out.find("test-slice") != std::string::npos);
+  CHECK(view.out.find("healthy") != std::string::npos);
+}
+
+TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  slice.Inject("oom", 0);
+  for (int w = 0; w < 2; ++w) {
+    const json status = slice[w].WaitForState("train", "failed", Seconds(30));
+    CHECK(status["state"] == "failed");
+    CHECK(status["gang"]["phase"] == "failed");
+    CHECK(status["attempt"] == 1);  // Never restarted.
+  }
+  CHECK(slice[1].Status("train")["gang"]["reason"].get<std::string>().find("hbm_oom") != std::string::npos);
+}
+
+TEST_CASE("slice: two workers failing at once make one generation", "[slice][integration]") {
+  Slice slice(3);
+  REQUIRE(slice.WaitAllRunning(1));
+  const int first = slice[0].Status("train")["pid"];
+  const int second = slice[2].Status("train")["pid"];
+  REQUIRE(kill(first, SIGKILL) == 0);  // Both trainers die within microseconds.
+  REQUIRE(kill(second, SIGKILL) == 0);
+  REQUIRE(slice.WaitAllRunning(2));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (const json& s : slice.Statuses()) {
+    CHECK(s["gang"]["generation"] == 2);
+    CHECK(s["attempt"] == 2);
+  }
+}
+
+TEST_CASE("slice: tpud SIGKILLed on one worker rejoins, and nothing restarts", "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  const int pid = slice[1].Status("train")["pid"];
+  REQUIRE(kill(slice[1].pid(), SIGKILL) == 0);
+  slice[1].Shutdown(Seconds(5));
+  slice.Start(1);  // Within the lease: the same member, the same generation.
+  REQUIRE(slice[1].WaitForState("train", "running", Seconds(15))["state"] == "running");
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // Longer than the lease.
+  for (const json& s : slice.Statuses()) {
+    CHECK(s["gang"]["generation"] == 1);
+    CHECK(s["attempt"] == 1);
+  }
+  CHECK(slice[1].Status("train")["pid"] == pid);  // The trainer kept running under its shim.
+}
+
+TEST_CASE("slice: a lost worker stops the others, which resume together once it is back", "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  const int trainer = slice[1].Status("train")["pid"];
+  REQUIRE(kill(slice[1].pid(), SIGKILL) == 0);  // Its tpud, then its attempt: the VM is gone.
+  slice[1].Shutdown(Seconds(5));
+  kill(-trainer, SIGKILL);
+  // Worker 0 stops and waits for it.
+  REQUIRE(WaitFor([&] { return slice[0].Status("train")["gang"]["generation"] == 2; }, Seconds(20)));
+  const json waiting = slice[0].WaitForState("train", "backoff", Seconds(20));
+  CHECK(waiting["state"] == "backoff");
+  CHECK(waiting["gang"]["reason"] == "worker 1 lost (its tpud's lease expired)");
+  slice.Start(1);
+  REQUIRE(slice.WaitAllRunning(2));
+  CHECK(slice[0].Status("train")["gang"]["restarts"] == 0);  // A lost VM is not counted.
+}
+
+TEST_CASE("slice: the etcd leader killed in a 3-member cluster restarts nothing", "[slice][integration]") {
+  Slice slice(2, /*etcd_members=*/3);
+  REQUIRE(slice.WaitAllRunning(1));
+  slice.etcd().Kill(slice.etcd().Leader());
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  for (const json& s : slice.Statuses()) {
+    CHECK(s["state"] == "running");
+    CHECK(s["gang"]["generation"] == 1);
+    CHECK(s["attempt"] == 1);
+  }
+  // And the gang still acts: a crash restarts everyone.
+  slice.Inject("crash", 1);
+  REQUIRE(slice.WaitAllRunning(2));
+}
+
+TEST_CASE("slice: etcd down leaves training untouched, and a failure in the outage resolves once it is back",
+          "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  slice.etcd().Kill(0);
+  std::this_thread::sleep_for(std::chrono::seconds(6));  // Two leases' worth.
+  for (const json& s : slice.Statuses()) {
+    CHECK(s["state"] == "running");
+    CHECK(s["attempt"] == 1);
+  }
+  slice.Inject("crash", 0);
+  REQUIRE(slice[0].WaitForState("train", "backoff", Seconds(10))["state"] == "backoff");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  CHECK(slice[1].Status("train")["state"] == "running");  // No generation without etcd.
+  slice.etcd().Restart(0);
+  REQUIRE(slice.WaitAllRunning(2, Seconds(60)));
+}
+
+}  // namespace tpud::testing
