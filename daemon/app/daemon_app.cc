@@ -160,14 +160,16 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   if (!config.metrics.listen.empty()) {
     auto started = MetricsServer::Start(
         config.metrics.listen,
-        [&io, &supervisor, loop_running, recovery = tpu->recovery.get()] {
+        [&io, &supervisor, loop_running, recovery = tpu->recovery.get(), slice_link = slice->get()] {
           // A scrape racing shutdown gets no jobs rather than waiting forever.
           if (!loop_running->load()) return MetricsInput{};
-          return RunOnLoop(io, [&] {
-            MetricsInput input{supervisor.List(), supervisor.store_health(), {}};
+          MetricsInput input = RunOnLoop(io, [&] {
+            MetricsInput input{supervisor.List(), supervisor.store_health(), {}, {}};
             if (recovery != nullptr) input.tpu_resets = recovery->Status().resets_total;
             return input;
           });
+          if (slice_link != nullptr) input.slice = slice_link->Metrics();
+          return input;
         },
         TpudVersion());
     if (!started.ok()) return started.status();

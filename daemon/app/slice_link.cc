@@ -120,6 +120,28 @@ void SliceLink::OnSpec(const std::string& job, const std::string& spec_yaml) {
   spdlog::info("slice {}: gang job {} added (submitted on another worker)", identity_.name, job);
 }
 
+SliceMetrics SliceLink::Metrics() const {
+  const slice::SliceView view = coordinator_->View();
+  SliceMetrics metrics;
+  metrics.etcd_up = view.etcd_up;
+  metrics.leader = view.leader == identity_.worker_id;
+  for (int worker = 0; worker < view.num_workers; ++worker) {
+    if (view.members.count(worker) != 0) {
+      ++metrics.workers_up;
+    } else {
+      ++metrics.workers_lost;
+    }
+  }
+  for (const slice::SliceView::Gang& gang : view.gangs) {
+    if (!gang.record) continue;
+    metrics.gang_generation[gang.job] = gang.record->commit.generation;
+    for (const auto& [failure_class, count] : gang.record->commit.restarts_by_reason) {
+      metrics.gang_restarts[{gang.job, failure_class}] = count;
+    }
+  }
+  return metrics;
+}
+
 void SliceLink::PublishStatuses() {
   if (supervisor_ == nullptr) return;
   for (const JobSnapshot& job : supervisor_->List()) {

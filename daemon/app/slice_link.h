@@ -18,6 +18,7 @@
 #include "daemon/config/config.h"
 #include "daemon/etcd/grpc_etcd_client.h"
 #include "daemon/gce/slice_identity.h"
+#include "daemon/metrics/metrics.h"
 #include "daemon/slice/coordinator.h"
 #include "daemon/supervisor/supervisor.h"
 
@@ -39,6 +40,9 @@ class SliceLink {
   void Start(Supervisor& supervisor);
   // Stops the coordinator (its lease is kept for the next tpud to take over).
   void Stop();
+
+  // The slice for /metrics; any thread.
+  SliceMetrics Metrics() const;
 
   const SliceIdentity& identity() const { return identity_; }
   const slice::Coordinator& coordinator() const { return *coordinator_; }

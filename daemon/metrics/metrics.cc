@@ -45,6 +45,30 @@ class SnapshotCollector final : public prometheus::Collectable {
   std::string version_;
 };
 
+void AddSliceFamilies(const SliceMetrics& slice, std::vector<MetricFamily>& families) {
+  MetricFamily etcd_up = Family("tpud_etcd_up", "1 while this tpud reaches etcd (the slice's coordination).",
+                                MetricType::Gauge);
+  Add(etcd_up, {}, slice.etcd_up ? 1 : 0);
+  MetricFamily leader = Family("tpud_slice_leader", "1 while this worker leads the slice.", MetricType::Gauge);
+  Add(leader, {}, slice.leader ? 1 : 0);
+  MetricFamily workers = Family("tpud_slice_workers",
+                                "The slice's workers as this tpud sees them: up (a live lease) or lost.",
+                                MetricType::Gauge);
+  Add(workers, {{"state", "up"}}, slice.workers_up);
+  Add(workers, {{"state", "lost"}}, slice.workers_lost);
+  MetricFamily generation = Family("tpud_gang_generation", "The gang's committed generation.", MetricType::Gauge);
+  for (const auto& [job, value] : slice.gang_generation) Add(generation, {{"job", job}}, static_cast<double>(value));
+  MetricFamily restarts = Family("tpud_gang_restarts_total",
+                                 "The gang's counted restarts, by the failure class that caused them.",
+                                 MetricType::Counter);
+  for (const auto& [key, count] : slice.gang_restarts) {
+    Add(restarts, {{"job", key.first}, {"class", key.second}}, static_cast<double>(count));
+  }
+  for (MetricFamily* family : {&etcd_up, &leader, &workers, &generation, &restarts}) {
+    families.push_back(std::move(*family));
+  }
+}
+
 }  // namespace
 
 std::vector<MetricFamily> BuildMetricFamilies(const MetricsInput& input, const std::string& version) {
@@ -123,8 +147,12 @@ std::vector<MetricFamily> BuildMetricFamilies(const MetricsInput& input, const s
       Add(exit_signal, {{"job", job.name}}, job.last_exit->signal);
     }
   }
-  return {build,    state,      attempts, restarts,    failures,      uptime,      step,         exit_code,
-          exit_signal, goodput, productive, badput, log_dropped, store_healthy, store_errors, tpu_resets};
+  std::vector<MetricFamily> families = {build,       state,   attempts,   restarts, failures,
+                                        uptime,      step,    exit_code,  exit_signal, goodput,
+                                        productive,  badput,  log_dropped, store_healthy, store_errors,
+                                        tpu_resets};
+  if (input.slice) AddSliceFamilies(*input.slice, families);
+  return families;
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(

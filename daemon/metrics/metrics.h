@@ -36,12 +36,25 @@ class Exposer;
 namespace tpud {
 
 // What a scrape reports, taken on the event loop.
+// A multi-host slice as the metrics show it (daemon/slice/coordinator.h View).
+struct SliceMetrics {
+  bool etcd_up = false;
+  bool leader = false;                                 // This worker leads the slice.
+  int workers_up = 0;                                  // Members with a live lease...
+  int workers_lost = 0;                                // ...and expected ones without.
+  std::map<std::string, std::int64_t> gang_generation;  // By job.
+  // (job, failure class) -> the gang's counted restarts (the committed
+  // restarts_by_reason; a person's start or restart begins afresh).
+  std::map<std::pair<std::string, std::string>, std::int64_t> gang_restarts;
+};
+
 struct MetricsInput {
   std::vector<JobSnapshot> jobs;
   StoreHealth store;
   // (backend, result) -> TPU resets since tpud started (TpuRecoveryStatus::
   // resets_total); empty without a TPU reset backend.
   std::map<std::pair<std::string, std::string>, std::int64_t> tpu_resets;
+  std::optional<SliceMetrics> slice;  // With a `slice:` section.
 };
 
 // Pure: the families for these snapshots.

@@ -159,6 +159,10 @@ TEST_CASE("slice: one worker's crash restarts every worker together from the new
   const CommandResult table = slice[0].Tpuctl({"status", "train"});
   CHECK(table.exit_code == 0);
   CHECK(table.out.find("WORKER") != std::string::npos);
+  const HttpResult metrics = HttpGet("http://" + slice[0].Info()["metrics_address"].get<std::string>() + "/metrics");
+  CHECK(metrics.body.find("tpud_etcd_up 1") != std::string::npos);
+  CHECK(metrics.body.find("tpud_gang_generation{job=\"train\"} 2") != std::string::npos);
+  CHECK(metrics.body.find("tpud_slice_workers{state=\"up\"} 3") != std::string::npos);
   const CommandResult view = slice[1].Tpuctl({"slice"});
   CHECK(view.exit_code == 0);
   CHECK(view.out.find("test-slice") != std::string::npos);
