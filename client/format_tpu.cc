@@ -97,6 +97,20 @@ std::string FormatTpuReset(const tpud::v1::TpuReset& r) {
   return what + " failed after " + FormatDowntime(r.duration_seconds()) + ": " + FormatMatchedLine(r.result(), 200);
 }
 
+namespace {
+
+void AddChecks(std::string& out, const std::string& indent,
+               const google::protobuf::RepeatedPtrField<tpud::v1::DoctorCheck>& checks) {
+  for (const auto& check : checks) {
+    std::string name = check.name();
+    name.resize(std::max<std::size_t>(name.size(), 12), ' ');
+    out += indent + (check.ok() ? "\u2713 " : "\u2717 ") + name + " " + check.detail() + "\n";
+    if (!check.ok() && !check.fix().empty()) out += indent + "    fix: " + check.fix() + "\n";
+  }
+}
+
+}  // namespace
+
 std::string FormatDoctor(const tpud::v1::DoctorResponse& doctor) {
   std::string out = "TPU reset backend: " + OrNone(doctor.backend()) + "\n";
   for (const auto& job : doctor.jobs()) {
@@ -105,12 +119,11 @@ std::string FormatDoctor(const tpud::v1::DoctorResponse& doctor) {
       out += "job " + job.job() + ":\n";
       indent = "  ";
     }
-    for (const auto& check : job.checks()) {
-      std::string name = check.name();
-      name.resize(std::max<std::size_t>(name.size(), 12), ' ');
-      out += indent + (check.ok() ? "\u2713 " : "\u2717 ") + name + " " + check.detail() + "\n";
-      if (!check.ok() && !check.fix().empty()) out += indent + "    fix: " + check.fix() + "\n";
-    }
+    AddChecks(out, indent, job.checks());
+  }
+  if (doctor.slice_size() > 0) {
+    out += "slice:\n";
+    AddChecks(out, "  ", doctor.slice());
   }
   return out;
 }
@@ -120,6 +133,7 @@ int FailedChecks(const tpud::v1::DoctorResponse& doctor) {
   for (const auto& job : doctor.jobs()) {
     for (const auto& check : job.checks()) failed += check.ok() ? 0 : 1;
   }
+  for (const auto& check : doctor.slice()) failed += check.ok() ? 0 : 1;
   return failed;
 }
 

@@ -122,6 +122,8 @@ class SupervisorService final {
   const TpuPreflight* tpu_checks_ = nullptr;
   // A gang job's status gets the whole gang (GangStatus) from the slice.
   void AddGang(v1::JobStatus* job) const;
+  // Doctor's slice checks: etcd reachable, every worker a member.
+  void AddSliceChecks(v1::DoctorResponse* resp) const;
   const slice::Coordinator* slice_ = nullptr;
   etcd::EtcdClient* etcd_ = nullptr;
   std::vector<std::string> etcd_endpoints_;

@@ -60,6 +60,37 @@ void SupervisorService::AddGang(v1::JobStatus* job) const {
   }
 }
 
+void SupervisorService::AddSliceChecks(v1::DoctorResponse* resp) const {
+  if (slice_ == nullptr) return;
+  v1::DoctorCheck* etcd = resp->add_slice();
+  etcd->set_name("etcd");
+  const absl::Status health = etcd_ != nullptr ? etcd_->CheckHealth() : absl::UnavailableError("no client");
+  etcd->set_ok(health.ok());
+  if (health.ok()) {
+    etcd->set_detail(absl::StrCat("a quorum answers at ", absl::StrJoin(etcd_endpoints_, ", ")));
+  } else {
+    etcd->set_detail(std::string(health.message()));
+    etcd->set_fix("start etcd, or correct slice.etcd.endpoints; training goes on without it, but a failure "
+                  "cannot restart the gang until etcd is back");
+  }
+  const slice::SliceView view = slice_->View();
+  v1::DoctorCheck* members = resp->add_slice();
+  members->set_name("members");
+  std::vector<std::string> missing;
+  for (int worker = 0; worker < view.num_workers; ++worker) {
+    if (view.members.count(worker) == 0) missing.push_back(absl::StrCat(worker));
+  }
+  members->set_ok(missing.empty());
+  members->set_detail(missing.empty() ? absl::StrCat("all ", view.num_workers, " workers of ", view.slice,
+                                                     " are members")
+                                      : absl::StrCat("workers ", absl::StrJoin(missing, ", "), " of ",
+                                                     view.num_workers, " are not members"));
+  if (!missing.empty()) {
+    members->set_fix(absl::StrCat("start tpud on every worker, e.g. gcloud compute tpus tpu-vm ssh ", view.slice,
+                                  " --worker=all --command='sudo systemctl start tpud'"));
+  }
+}
+
 grpc::Status SupervisorService::GetSlice(grpc::ServerContext*, const v1::GetSliceRequest* req,
                                          v1::GetSliceResponse* resp) {
   if (slice_ == nullptr) return grpc::Status::OK;  // configured: false.

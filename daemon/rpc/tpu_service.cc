@@ -127,6 +127,7 @@ grpc::Status SupervisorService::Doctor(grpc::ServerContext*, const v1::DoctorReq
       out->set_fix(check.fix);
     }
   }
+  AddSliceChecks(resp);
   return grpc::Status::OK;
 }
 

@@ -163,6 +163,9 @@ TEST_CASE("slice: one worker's crash restarts every worker together from the new
   CHECK(metrics.body.find("tpud_etcd_up 1") != std::string::npos);
   CHECK(metrics.body.find("tpud_gang_generation{job=\"train\"} 2") != std::string::npos);
   CHECK(metrics.body.find("tpud_slice_workers{state=\"up\"} 3") != std::string::npos);
+  const CommandResult doctor = slice[1].Tpuctl({"doctor"});
+  CHECK(doctor.out.find("\u2713 etcd") != std::string::npos);
+  CHECK(doctor.out.find("all 3 workers of test-slice are members") != std::string::npos);
   const CommandResult view = slice[1].Tpuctl({"slice"});
   CHECK(view.exit_code == 0);
   CHECK(view.out.find("test-slice") != std::string::npos);
@@ -259,6 +262,9 @@ TEST_CASE("slice: etcd down leaves training untouched, and a failure in the outa
   REQUIRE(slice[0].WaitForState("train", "backoff", Seconds(10))["state"] == "backoff");
   std::this_thread::sleep_for(std::chrono::seconds(2));
   CHECK(slice[1].Status("train")["state"] == "running");  // No generation without etcd.
+  const CommandResult doctor = slice[1].Tpuctl({"doctor"}, Seconds(30));
+  CHECK(doctor.exit_code == 1);
+  CHECK(doctor.out.find("\u2717 etcd") != std::string::npos);
   slice.etcd().Restart(0);
   REQUIRE(slice.WaitAllRunning(2, Seconds(60)));
 }
