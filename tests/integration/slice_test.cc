@@ -26,7 +26,8 @@ const std::string kTrainer = std::string(TPUD_SOURCE_DIR) + "/tests/data/gang_tr
 // One gang job on `workers` tpuds.
 class Slice {
  public:
-  Slice(int workers, int etcd_members = 1, const std::string& extra_job_yaml = "")
+  // `progress_timeout` (seconds, 0: none): a worker with no step for that long hangs.
+  Slice(int workers, int etcd_members = 1, int progress_timeout = 0)
       : etcd_(etcd_members), workers_(workers) {
     fs::create_directories(control_);
     for (int i = 0; i < workers; ++i) dirs_.push_back(std::make_unique<TempDir>());
@@ -39,9 +40,12 @@ class Slice {
                 "  resume_args: [--resume-step, \"{step}\"]\n"
                 "  checkpoint: {dir: " + YamlQuote((shared_.path() / "ckpt-{worker_id}").string()) +
                 ", layout: orbax}\n"
-                "  progress: {regex: \"^step (\\\\d+)\"}\n"
+                "  progress: {regex: \"^step (\\\\d+)\"" +
+                (progress_timeout > 0 ? ", startup_grace_seconds: 5, timeout_seconds: " + std::to_string(progress_timeout)
+                                      : std::string()) +
+                "}\n"
                 "  restart: {backoff_initial_seconds: 0.2, backoff_jitter: 0, max_restarts: 5}\n"
-                "  stop: {grace_seconds: 2}\n" + extra_job_yaml;
+                "  stop: {grace_seconds: 2}\n";
     for (int i = 0; i < workers; ++i) Start(i);
   }
 
@@ -170,6 +174,17 @@ TEST_CASE("slice: one worker's crash restarts every worker together from the new
   CHECK(view.exit_code == 0);
   CHECK(view.out.find("test-slice") != std::string::npos);
   CHECK(view.out.find("healthy") != std::string::npos);
+}
+
+TEST_CASE("slice: a hang on one worker stops it, and every worker restarts together", "[slice][integration]") {
+  Slice slice(2, 1, /*progress_timeout=*/2);
+  REQUIRE(slice.WaitAllRunning(1));
+  slice.Inject("hang", 1);
+  REQUIRE(slice.WaitAllRunning(2, Seconds(40)));
+  const json status = slice[0].Status("train");
+  CHECK(status["gang"]["reason"].get<std::string>().find("worker 1: hang") != std::string::npos);
+  CHECK(status["gang"]["restarts_by_reason"]["hang"] == 1);
+  CHECK(status["attempt"] == 2);
 }
 
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
