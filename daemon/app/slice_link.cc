@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/supervisor/job_state.h"
+#include "daemon/tpu/slice_reset.h"
 #include "spdlog/spdlog.h"
 
 namespace tpud {
@@ -29,7 +30,8 @@ std::unique_ptr<MetadataClient> MetadataFor(const GceMetadataConfig& config) {
 }
 
 slice::SliceReset ResetKind(const DaemonConfig& config) {
-  if (config.tpu.backend == "local") return slice::SliceReset::kLocal;
+  if (config.tpu.backend == "local") return slice::SliceReset::kLocal;  // Every worker its own devices.
+  if (!config.tpu.queued_resource.empty()) return slice::SliceReset::kSlice;
   return slice::SliceReset::kNone;
 }
 
@@ -67,6 +69,7 @@ absl::StatusOr<std::unique_ptr<SliceLink>> SliceLink::Create(boost::asio::io_con
   coordinator.host = HostName();
   coordinator.state_dir = config.state_dir;
   coordinator.reset = ResetKind(config);
+  if (coordinator.reset == slice::SliceReset::kSlice) coordinator.reset_slice = MakeSliceReset(config.tpu);
   slice::CoordinatorHooks hooks;
   SliceLink* self = link.get();
   hooks.post = [&io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); };

@@ -10,7 +10,7 @@ namespace {
 
 constexpr absl::string_view kTpuKeys[] = {"name",          "project",     "zone",         "api_endpoint",
                                           "metadata_host", "gcloud_path", "device_globs", "lock_file",
-                                          "reset",         "preflight"};
+                                          "reset",         "preflight",   "queued_resource"};
 constexpr absl::string_view kResetKeys[] = {"backend",
                                             "timeout_seconds",
                                             "poll_interval_seconds",
@@ -65,6 +65,7 @@ void ReadTpuSection(Reader& r, const YAML::Node& root, DaemonConfig* config) {
       {"metadata_host", &c.metadata_host},
       {"gcloud_path", &c.gcloud_path},
       {"lock_file", &c.lock_file},
+      {"queued_resource", &c.queued_resource},
   };
   for (const auto& [key, out] : strings) Read(r, *tpu, "tpu", key, out);
   ReadStrings(r, *tpu, "tpu", "device_globs", &c.device_globs);

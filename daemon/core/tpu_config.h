@@ -20,6 +20,10 @@ struct TpuConfig {
   // name). `project`/`zone` empty mean the metadata server's
   // project/project-id and instance/zone.
   std::string name, project, zone;
+  // A multi-host slice's queued resource (its short name, or
+  // projects/P/locations/Z/queuedResources/QR): the slice leader resets the
+  // slice with queuedResources.reset. Empty: no slice-level reset.
+  std::string queued_resource;
   std::string api_endpoint = "https://tpu.googleapis.com";  // api: scheme://host[:port], no path.
   std::string metadata_host;  // Empty: $GCE_METADATA_HOST, $GCE_METADATA_IP, the default host.
 

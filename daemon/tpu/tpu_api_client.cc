@@ -126,6 +126,28 @@ absl::StatusOr<TpuOperation> TpuApiClient::PostVerb(const TpuTarget& target, Nod
   return ParseOperationJson(*body);
 }
 
+absl::StatusOr<TpuOperation> TpuApiClient::ResetQueuedResource(const std::string& queued_resource,
+                                                               const Deadline& deadline, CancelToken* cancel) {
+  absl::StatusOr<std::string> body =
+      Perform({"POST", absl::StrCat(queued_resource, ":reset"), "queued resource " + queued_resource}, deadline,
+              cancel);
+  if (!body.ok()) return body.status();
+  return ParseOperationJson(*body);
+}
+
+absl::StatusOr<std::string> TpuApiClient::GetQueuedResourceState(const std::string& queued_resource,
+                                                                 const Deadline& deadline, CancelToken* cancel) {
+  absl::StatusOr<std::string> body =
+      Perform({"GET", queued_resource, "queued resource " + queued_resource}, deadline, cancel);
+  if (!body.ok()) return body.status();
+  const nlohmann::json json = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || !json.contains("state") || !json["state"].is_object() ||
+      !json["state"].contains("state") || !json["state"]["state"].is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat("queued resource ", queued_resource, ": no state.state in the answer"));
+  }
+  return json["state"]["state"].get<std::string>();
+}
+
 absl::StatusOr<TpuOperation> TpuApiClient::GetOperation(const std::string& name, const Deadline& deadline,
                                                         CancelToken* cancel) {
   absl::StatusOr<std::string> body = Perform({"GET", name, "operation " + name}, deadline, cancel);
@@ -196,6 +218,46 @@ absl::StatusOr<HttpResponse> TpuApiClient::Send(const Call& call, const Deadline
   request.cancel = cancel;
   sent = true;
   return http_->Send(request);
+}
+
+std::string OperationShortName(const std::string& name) { return name.substr(name.rfind('/') + 1); }
+
+absl::Status AwaitTpuOperation(TpuApiClient& api, TpuOperation op, const std::string& verb,
+                               std::chrono::nanoseconds poll, const Deadline& deadline, const TpuCall& call) {
+  const std::string what = absl::StrCat(verb, " operation ", op.name);
+  auto not_done = [&] {
+    return absl::DeadlineExceededError(
+        absl::StrCat(what, " not done after ", FormatSeconds(deadline.Elapsed()),
+                     op.status_detail.empty() ? "" : " (status: " + op.status_detail + ")"));
+  };
+  while (!op.done) {
+    if (deadline.Expired()) return not_done();
+    if (absl::Status s = deadline.SleepAtMost(poll, call.cancel); !s.ok()) return s;
+    absl::StatusOr<TpuOperation> polled = api.GetOperation(op.name, deadline, call.cancel);
+    if (!polled.ok()) {
+      const bool out_of_time = polled.status().code() == absl::StatusCode::kDeadlineExceeded && deadline.Expired();
+      return out_of_time ? not_done() : polled.status();
+    }
+    op = *std::move(polled);
+  }
+  if (!op.error.ok()) {
+    call.Report(absl::StrCat("operation ", OperationShortName(op.name), " failed: ", std::string(op.error.message())));
+    return absl::Status(op.error.code(), absl::StrCat(what, " failed: ", std::string(op.error.message())));
+  }
+  call.Report(absl::StrCat("operation ", OperationShortName(op.name), " done"));
+  return absl::OkStatus();
+}
+
+TpuApiOptions TpuApiOptionsFor(const TpuConfig& config) {
+  TpuApiOptions options;
+  options.endpoint = config.api_endpoint;
+  while (!options.endpoint.empty() && options.endpoint.back() == '/') options.endpoint.pop_back();
+  options.request_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Seconds(config.request_timeout_seconds));
+  options.max_attempts = config.max_attempts;
+  options.retry_initial = Seconds(config.retry_initial_seconds);
+  options.retry_max = Seconds(config.retry_max_seconds);
+  return options;
 }
 
 }  // namespace tpud

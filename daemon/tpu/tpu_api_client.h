@@ -6,6 +6,13 @@
 //   POST /v2/projects/{p}/locations/{z}/nodes/{n}:stop  {}   -> Operation
 //   POST /v2/projects/{p}/locations/{z}/nodes/{n}:start {}   -> Operation
 //   GET  /v2/projects/{p}/locations/{z}/operations/{op}      -> Operation
+//   GET  /v2/projects/{p}/locations/{z}/queuedResources/{qr}  -> QueuedResource
+//   POST /v2/projects/{p}/locations/{z}/queuedResources/{qr}:reset {} -> Operation
+// (https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.queuedResources:
+// reset "Resets a QueuedResource TPU instance": the way to reset a multi-host
+// slice, whose nodes take no nodes.stop; QueuedResource.state.state is one of
+// CREATING, ACCEPTED, PROVISIONING, FAILED, DELETING, ACTIVE, SUSPENDING,
+// SUSPENDED, WAITING_FOR_RESOURCES.)
 // Operation: {name, metadata{createTime,endTime,target,verb,statusDetail,...},
 // done, error{code,message,details}, response}; once done, exactly one of
 // error/response is set. JSON fields are camelCase. Error bodies follow the
@@ -52,6 +59,10 @@ struct TpuApiOptions {
   Seconds retry_max{30.0};                              // ...up to here.
 };
 
+// The client options of tpu.api_endpoint, request_timeout_seconds,
+// max_attempts, retry_initial_seconds and retry_max_seconds.
+TpuApiOptions TpuApiOptionsFor(const TpuConfig& config);
+
 // Thread-safety: safe from any thread (the token source is locked).
 class TpuApiClient {
  public:
@@ -69,6 +80,13 @@ class TpuApiClient {
   // Requests stop or start; the Operation as the API returned it (usually not done).
   absl::StatusOr<TpuOperation> PostVerb(const TpuTarget& target, NodeVerb verb, const Deadline& deadline,
                                         CancelToken* cancel);
+  // `queued_resource` is "projects/p/locations/z/queuedResources/qr". Errors
+  // as above, naming "queued resource projects/...".
+  absl::StatusOr<TpuOperation> ResetQueuedResource(const std::string& queued_resource, const Deadline& deadline,
+                                                   CancelToken* cancel);
+  // The queued resource's state.state, e.g. "ACTIVE".
+  absl::StatusOr<std::string> GetQueuedResourceState(const std::string& queued_resource, const Deadline& deadline,
+                                                     CancelToken* cancel);
   // `name` as returned by PostVerb ("projects/.../operations/op").
   absl::StatusOr<TpuOperation> GetOperation(const std::string& name, const Deadline& deadline,
                                             CancelToken* cancel);
@@ -92,6 +110,15 @@ class TpuApiClient {
   const std::shared_ptr<AccessTokenSource> tokens_;
   const std::shared_ptr<WaitClock> clock_;
 };
+
+// Polls `op` (as `api` returned it for `verb`: "stop", "reset", ...) every
+// `poll` until done, reporting through `call`: OK, the operation's error
+// (naming it), DeadlineExceeded past `deadline`, or Cancelled.
+absl::Status AwaitTpuOperation(TpuApiClient& api, TpuOperation op, const std::string& verb,
+                               std::chrono::nanoseconds poll, const Deadline& deadline, const TpuCall& call);
+
+// "operation-123" of "projects/p/locations/z/operations/operation-123".
+std::string OperationShortName(const std::string& name);
 
 // Parses an Operation's JSON. InvalidArgument when it is not an object.
 absl::StatusOr<TpuOperation> ParseOperationJson(const std::string& json);

@@ -10,6 +10,7 @@ Failure injection, through files in --control-dir (each consumed once):
   crash-w<ID>   exit 1 with a crash line at the next step
   oom-w<ID>     print an HBM out-of-memory error and exit 1 (deterministic)
   hang-w<ID>    stop printing and stop advancing (a stuck collective)
+  deadline-w<ID> print a DeadlineExceededError and exit 1 (the TPU needs a reset)
 It logs its worker id and gang generation from TPUD_WORKER_ID and
 TPUD_GANG_GENERATION.
 """
@@ -40,7 +41,7 @@ def main():
         print(f"worker {worker} generation {generation}: from scratch", flush=True)
     for step in range(start + 1, a.steps + 1):
         time.sleep(a.step_seconds)
-        for kind in ("crash", "oom", "hang"):
+        for kind in ("crash", "oom", "hang", "deadline"):
             marker = os.path.join(a.control_dir, f"{kind}-w{worker}")
             if not os.path.exists(marker):
                 continue
@@ -51,6 +52,10 @@ def main():
             if kind == "oom":
                 print("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent "
                       "error. Ran out of memory in memory space hbm. Used 20.5G of 15.48G hbm.", flush=True)
+                sys.exit(1)
+            if kind == "deadline":
+                print("tensorflow.python.framework.errors_impl.DeadlineExceededError: Deadline Exceeded",
+                      flush=True)
                 sys.exit(1)
             while True:  # hang
                 time.sleep(3600)

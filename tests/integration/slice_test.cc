@@ -14,6 +14,7 @@
 
 #include "tests/fixtures/etcd_cluster.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/tpu_cloud.h"
 
 namespace tpud::testing {
 namespace {
@@ -27,8 +28,9 @@ const std::string kTrainer = std::string(TPUD_SOURCE_DIR) + "/tests/data/gang_tr
 class Slice {
  public:
   // `progress_timeout` (seconds, 0: none): a worker with no step for that long hangs.
-  Slice(int workers, int etcd_members = 1, int progress_timeout = 0)
-      : etcd_(etcd_members), workers_(workers) {
+  // `extra_daemon_yaml`: more top-level keys of every worker's tpud.yaml.
+  Slice(int workers, int etcd_members = 1, int progress_timeout = 0, std::string extra_daemon_yaml = "")
+      : etcd_(etcd_members), workers_(workers), extra_daemon_yaml_(std::move(extra_daemon_yaml)) {
     fs::create_directories(control_);
     for (int i = 0; i < workers; ++i) dirs_.push_back(std::make_unique<TempDir>());
     job_yaml_ = "- name: train\n"
@@ -57,7 +59,7 @@ class Slice {
                                     "  etcd: {endpoints: [" + endpoints + "], prefix: /it, lease_seconds: 3}\n"
                                     "  name: test-slice\n"
                                     "  worker_id: " + std::to_string(worker) + "\n"
-                                    "  num_workers: " + std::to_string(workers_) + "\n";
+                                    "  num_workers: " + std::to_string(workers_) + "\n" + extra_daemon_yaml_;
     tpuds_.resize(workers_);
     // A replaced tpud is kept until the end: destroying it would end every
     // process it left behind, other workers' attempts included.
@@ -104,6 +106,7 @@ class Slice {
  private:
   EtcdCluster etcd_;
   int workers_;
+  std::string extra_daemon_yaml_;
   TempDir shared_;
   fs::path control_ = shared_.path() / "control";
   std::vector<std::unique_ptr<TempDir>> dirs_;
@@ -185,6 +188,35 @@ TEST_CASE("slice: a hang on one worker stops it, and every worker restarts toget
   CHECK(status["gang"]["reason"].get<std::string>().find("worker 1: hang") != std::string::npos);
   CHECK(status["gang"]["restarts_by_reason"]["hang"] == 1);
   CHECK(status["attempt"] == 2);
+}
+
+TEST_CASE("slice: a failure that needs a TPU reset resets the slice once, through its queued resource",
+          "[slice][integration]") {
+  MetadataEmulator metadata;
+  KeptChild keep_metadata{metadata.pid()};
+  const std::string qr = "projects/p/locations/z/queuedResources/qr";
+  CloudTpuEmulator tpu{{"--queued-resource", qr, "--op-delay", "0.3"}};
+  KeptChild keep_tpu{tpu.pid()};
+  Slice slice(3, 1, 0,
+              "tpu:\n"
+              "  project: p\n"
+              "  zone: z\n"
+              "  queued_resource: qr\n"
+              "  api_endpoint: " + YamlQuote(tpu.endpoint()) + "\n" +
+              "  metadata_host: " + YamlQuote(metadata.host()) + "\n" +
+              "  reset: {timeout_seconds: 30, poll_interval_seconds: 0.1}\n");
+  REQUIRE(slice.WaitAllRunning(1));
+  slice.Inject("deadline", 2);
+  REQUIRE(slice.WaitAllRunning(2));
+  int resets = 0, node_calls = 0;
+  for (const std::string& request : tpu.Requests()) {
+    if (request.find("POST /v2/" + qr + ":reset 200") != std::string::npos) ++resets;
+    if (request.find("/nodes/") != std::string::npos) ++node_calls;
+  }
+  CHECK(resets == 1);      // Once per generation, by the leader alone.
+  CHECK(node_calls == 0);  // Never nodes.stop on a multi-host slice.
+  const json gang = slice[0].Status("train")["gang"];
+  CHECK(gang["reason"].get<std::string>().find("deadline_exceeded") != std::string::npos);
 }
 
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
