@@ -5,6 +5,8 @@
 # Needs nothing installed system-wide beyond Debian packages (installed here).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
+# --slice: the multi-host demo, four workers as one gang (scripts/demo-slice.sh).
+if [ "${1:-}" = "--slice" ]; then exec bash "$REPO/scripts/demo-slice.sh"; fi
 cd "$REPO"
 bash scripts/install-deps.sh
 bash scripts/build.sh tpud tpuctl tpud-shim

@@ -163,6 +163,11 @@ absl::Status Supervisor::AdoptGangSpec(JobSpec spec, std::string spec_yaml) {
 
 absl::Status Supervisor::CheckSubmission(const JobSpec& spec, const std::string& spec_yaml,
                                          const std::optional<Caller>& caller) const {
+  if (spec.gang && deps_.gang == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job \"", spec.name, "\" is a gang job (gang: true), but this tpud has no slice: section; a gang runs on "
+        "every worker of a multi-host slice, agreed through etcd"));
+  }
   if (caller && !caller->root()) {
     absl::StatusOr<uid_t> uid = LookUpUid(spec.user);
     if (!uid.ok() || *uid != caller->uid) {

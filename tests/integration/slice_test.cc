@@ -219,6 +219,37 @@ TEST_CASE("slice: a failure that needs a TPU reset resets the slice once, throug
   CHECK(gang["reason"].get<std::string>().find("deadline_exceeded") != std::string::npos);
 }
 
+TEST_CASE("slice: a gang submitted on one worker runs on every worker, and a stop on another stops all",
+          "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  TempDir files;
+  const fs::path spec = files.WriteFile("extra.yaml", "name: extra\n"
+                                                      "gang: true\n"
+                                                      "command: [/bin/sleep, \"3600\"]\n");
+  const CommandResult started = slice[1].Tpuctl({"start", "-f", spec.string()});
+  REQUIRE(started.exit_code == 0);
+  for (int w = 0; w < 2; ++w) {
+    REQUIRE(slice[w].WaitForState("extra", "running", Seconds(20))["state"] == "running");
+  }
+  CHECK(slice[0].Status("extra")["gang"]["generation"] == 1);
+  REQUIRE(slice[0].Tpuctl({"stop", "extra"}).exit_code == 0);
+  for (int w = 0; w < 2; ++w) {
+    CHECK(slice[w].WaitForState("extra", "stopped", Seconds(20))["state"] == "stopped");
+  }
+  CHECK(slice[1].Status("train")["state"] == "running");  // The other gang is untouched.
+}
+
+TEST_CASE("slice: a gang job on a tpud without a slice section is refused with the reason", "[slice][integration]") {
+  TempDir dir;
+  TpudProcess tpud(dir, "");
+  const fs::path spec = dir.WriteFile("gang.yaml", "name: g\ngang: true\ncommand: [/bin/true]\n");
+  const CommandResult result = tpud.Tpuctl({"start", "-f", spec.string()});
+  CHECK(result.exit_code != 0);
+  CHECK(result.err.find("no slice: section") != std::string::npos);
+  CHECK(tpud.Tpuctl({"status", "g"}).exit_code != 0);  // Nothing was added.
+}
+
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
   Slice slice(2);
   REQUIRE(slice.WaitAllRunning(1));
