@@ -93,6 +93,7 @@ say "tpuctl status digits (on worker 0): the whole gang, one row per worker"
 ctl 0 status digits | sed -n '/^gang/,$p'
 say "Where each worker resumed from (its own checkpoint at the common step)"
 for ((w = 0; w < WORKERS; w++)); do
+  wait_until 30 "worker $w's resume line" grep -q "resuming from" "$DEMO/w$w/logs/digits.log"
   printf 'worker %d: %s\n' $w "$(grep -h 'resuming from' "$DEMO/w$w/logs/digits.log" | tail -n 1)"
 done
 
