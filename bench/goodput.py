@@ -44,7 +44,7 @@ from supervisors import Supervisord, Tpud, cmdline_contains, processes_with_argv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(REPO, "examples", "digits", "train.py")
-FIXTURES = os.path.join(REPO, "tests", "fixtures")
+FIXTURES = os.path.join(REPO, "tests", "support")
 PYTHON = "/usr/bin/python3"
 
 STEPS, CKPT_EVERY, STEP_SLEEP = 600, 50, 0.05
@@ -56,7 +56,7 @@ NODE = "projects/p/locations/z/nodes/n"
 
 
 class Emulator:
-    """One of tests/fixtures' emulators, on port 0."""
+    """One of tests/support' emulators, on port 0."""
 
     def __init__(self, script, *args):
         self.proc = subprocess.Popen([PYTHON, os.path.join(FIXTURES, script), *args], stdin=subprocess.PIPE,

@@ -1,5 +1,5 @@
 // Blocking, cancellable waits for TPU control, behind an interface so unit
-// tests run on simulated time (tests/fakes/fake_wait_clock.h) instead of
+// tests run on simulated time (tests/support/fake_wait_clock.h) instead of
 // sleeping through a 30-minute reset.
 #pragma once
 

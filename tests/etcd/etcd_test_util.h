@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "daemon/etcd/grpc_etcd_client.h"
-#include "tests/fixtures/etcd_cluster.h"
+#include "tests/support/etcd_cluster.h"
 
 namespace tpud::etcd::testing {
 

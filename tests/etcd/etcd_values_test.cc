@@ -6,7 +6,7 @@
 #include "daemon/etcd/etcd_types.h"
 #include "daemon/etcd/grpc_etcd_client.h"
 #include "daemon/etcd/unary_call.h"
-#include "tests/fixtures/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace tpud::etcd {
 namespace {

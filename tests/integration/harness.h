@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/fixtures/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace tpud::testing {
 

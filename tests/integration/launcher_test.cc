@@ -12,20 +12,13 @@
 
 #include "daemon/launch/local_launcher.h"
 #include "daemon/process/log_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace tpud {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tpud-launcher-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using tpud::testing::TempDir;
 
 struct Recorder final : AttemptObserver {
   std::vector<std::string> lines;
@@ -55,9 +48,9 @@ Recorder Run(const std::vector<std::string>& argv, const TempDir& dir,
   LaunchSpec spec;
   spec.job = "t";
   spec.argv = argv;
-  spec.working_dir = dir.path;
+  spec.working_dir = dir.path();
   spec.env = std::move(env);
-  spec.log_path = dir.path / "t.log";
+  spec.log_path = dir.path() / "t.log";
   auto attempt = launcher.Launch(spec, &recorder);
   REQUIRE(attempt.ok());
   io.run_for(std::chrono::seconds(20));
@@ -74,9 +67,9 @@ TEST_CASE("Launcher: the attempt sees its env (empty values too), its working di
   REQUIRE(r.lines.size() == 4);
   CHECK(r.lines[0] == "job=digits");
   CHECK(r.lines[1] == "ckpt=");  // Set but empty, as the contract says.
-  CHECK(r.lines[2] == dir.path.string());
+  CHECK(r.lines[2] == dir.path().string());
   CHECK(r.lines[3] == "done");  // stderr shares the log; `cat` read EOF from /dev/null.
-  CHECK(ReadAll(dir.path / "t.log") == "job=digits\nckpt=\n" + dir.path.string() + "\ndone\n");
+  CHECK(ReadAll(dir.path() / "t.log") == "job=digits\nckpt=\n" + dir.path().string() + "\ndone\n");
 }
 
 TEST_CASE("Launcher: exit code and terminating signal are reported", "[launcher]") {
@@ -89,7 +82,7 @@ TEST_CASE("Launcher: exit code and terminating signal are reported", "[launcher]
 
 TEST_CASE("Launcher: members left in the group when the main process exits are killed", "[launcher]") {
   TempDir dir;
-  const fs::path pid_file = dir.path / "child.pid";
+  const fs::path pid_file = dir.path() / "child.pid";
   Recorder r = Run({"/bin/sh", "-c", "sleep 300 & echo $! > " + pid_file.string() + "; exit 0"}, dir);
   CHECK(r.exit->code == 0);
   const pid_t child = std::stoi(ReadAll(pid_file));
@@ -122,8 +115,8 @@ TEST_CASE("Launcher: a missing executable or working dir is a clear error, not a
   Recorder recorder;
   LaunchSpec spec;
   spec.argv = {"/no/such/binary"};
-  spec.working_dir = dir.path;
-  spec.log_path = dir.path / "t.log";
+  spec.working_dir = dir.path();
+  spec.log_path = dir.path() / "t.log";
   auto missing = launcher.Launch(spec, &recorder);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
@@ -135,7 +128,7 @@ TEST_CASE("Launcher: a missing executable or working dir is a clear error, not a
   CHECK(std::string(not_in_path.status().message()).find("not found in PATH") != std::string::npos);
 
   spec.argv = {"/bin/true"};
-  spec.working_dir = dir.path / "absent";
+  spec.working_dir = dir.path() / "absent";
   auto no_dir = launcher.Launch(spec, &recorder);
   REQUIRE_FALSE(no_dir.ok());
   CHECK(std::string(no_dir.status().message()).find("working_dir") != std::string::npos);
@@ -143,27 +136,27 @@ TEST_CASE("Launcher: a missing executable or working dir is a clear error, not a
 
 TEST_CASE("Log file: rotation keeps a bounded number of backups and never loses the current file", "[log]") {
   TempDir dir;
-  const fs::path path = dir.path / "job.log";
+  const fs::path path = dir.path() / "job.log";
   auto log = RotatingLogFile::Open(path, 100, 2);
   REQUIRE(log.ok());
   for (int i = 0; i < 10; ++i) REQUIRE(log->Append(std::string(60, 'a' + i) + "\n").ok());
   CHECK(fs::exists(path));
-  CHECK(fs::exists(dir.path / "job.log.1"));
-  CHECK(fs::exists(dir.path / "job.log.2"));
-  CHECK_FALSE(fs::exists(dir.path / "job.log.3"));
+  CHECK(fs::exists(dir.path() / "job.log.1"));
+  CHECK(fs::exists(dir.path() / "job.log.2"));
+  CHECK_FALSE(fs::exists(dir.path() / "job.log.3"));
   CHECK(ReadAll(path) == std::string(60, 'j') + "\n");
-  CHECK(ReadAll(dir.path / "job.log.1") == std::string(60, 'i') + "\n");
+  CHECK(ReadAll(dir.path() / "job.log.1") == std::string(60, 'i') + "\n");
 }
 
 TEST_CASE("Log file: the last N lines span the current file and its first backup", "[log]") {
   TempDir dir;
-  const fs::path path = dir.path / "job.log";
-  std::ofstream(dir.path / "job.log.1") << "one\ntwo\nthree\n";
+  const fs::path path = dir.path() / "job.log";
+  std::ofstream(dir.path() / "job.log.1") << "one\ntwo\nthree\n";
   std::ofstream(path) << "four\nfive";  // No trailing newline yet.
   auto lines = ReadLastLines(path, 3);
   REQUIRE(lines.ok());
   CHECK(*lines == std::vector<std::string>{"three\n", "four\n", "five\n"});
-  CHECK(ReadLastLines(dir.path / "absent.log", 5)->empty());
+  CHECK(ReadLastLines(dir.path() / "absent.log", 5)->empty());
 }
 
 TEST_CASE("Line splitter: long lines arrive in pieces, partial lines wait for their end", "[log]") {

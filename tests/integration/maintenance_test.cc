@@ -1,11 +1,11 @@
 // Maintenance events through the real binaries and the GCE metadata server
-// emulator (tests/fixtures/gce_metadata_emulator.py): tpud long-polls
+// emulator (tests/support/gce_metadata_emulator.py): tpud long-polls
 // instance/maintenance-event, sends the job its checkpoint signal on a
 // notice, holds the restart until the event is over, and does not charge the
 // restart budget for it.
 #include <catch2/catch.hpp>
 
-#include "tests/fixtures/gce_metadata_emulator.h"
+#include "tests/support/gce_metadata_emulator.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/job_events.h"
 #include "tests/integration/processes.h"

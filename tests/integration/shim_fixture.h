@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "daemon/launch/shim_launcher.h"
+#include "tests/support/temp_dir.h"
 
 #ifndef TPUD_SHIM_BIN
 #error "TPUD_SHIM_BIN must name the tpud-shim executable under test"
@@ -27,16 +28,8 @@
 namespace tpud::shim_testing {
 
 namespace fs = std::filesystem;
+using tpud::testing::TempDir;
 using namespace std::chrono_literals;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tpud-shim-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // Whatever happens in a test, no trainer outlives it.
 struct KillGroupAtEnd {
@@ -81,7 +74,7 @@ inline bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds
 
 inline ShimLauncher::Options Options(const TempDir& dir) {
   ShimLauncher::Options options;
-  options.state_dir = dir.path / "state";
+  options.state_dir = dir.path() / "state";
   options.shim_path = TPUD_SHIM_BIN;
   return options;
 }
@@ -92,9 +85,9 @@ inline LaunchSpec Spec(const TempDir& dir, std::vector<std::string> argv,
   spec.job = "t";
   spec.attempt = 1;
   spec.argv = std::move(argv);
-  spec.working_dir = dir.path;
+  spec.working_dir = dir.path();
   spec.env = std::move(env);
-  spec.log_path = dir.path / "t.log";
+  spec.log_path = dir.path() / "t.log";
   return spec;
 }
 
@@ -114,7 +107,7 @@ inline Recorder Run(const std::vector<std::string>& argv, const TempDir& dir,
 // A shell condition that holds until the file STOP appears, or the test's
 // directory is gone (so a failed test leaves nothing running).
 inline std::string UntilStop(const TempDir& dir) {
-  return "[ ! -e " + (dir.path / "STOP").string() + " ] && [ -d " + dir.path.string() + " ]";
+  return "[ ! -e " + (dir.path() / "STOP").string() + " ] && [ -d " + dir.path().string() + " ]";
 }
 
 // Prints 0, 1, 2, ... every 50 ms until STOP, then "end".

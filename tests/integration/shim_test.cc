@@ -20,9 +20,9 @@ TEST_CASE("Shim: the attempt sees its env (empty values too), its working dir an
   REQUIRE(r.lines.size() == 4);
   CHECK(r.lines[0] == "job=digits");
   CHECK(r.lines[1] == "ckpt=");
-  CHECK(r.lines[2] == dir.path.string());
+  CHECK(r.lines[2] == dir.path().string());
   CHECK(r.lines[3] == "done");
-  CHECK(ReadAll(dir.path / "t.log") == "job=digits\nckpt=\n" + dir.path.string() + "\ndone\n");
+  CHECK(ReadAll(dir.path() / "t.log") == "job=digits\nckpt=\n" + dir.path().string() + "\ndone\n");
 }
 
 TEST_CASE("Shim: the trainer's parent is the shim, not the daemon", "[shim]") {
@@ -44,7 +44,7 @@ TEST_CASE("Shim: exit code and terminating signal are reported", "[shim]") {
 
 TEST_CASE("Shim: members left in the group when the main process exits are killed", "[shim]") {
   TempDir dir;
-  const fs::path pid_file = dir.path / "child.pid";
+  const fs::path pid_file = dir.path() / "child.pid";
   Recorder r =
       Run({"/bin/sh", "-c", "sleep 300 & echo $! > " + pid_file.string() + "; exit 0"}, dir);
   CHECK(r.exit->code == 0);
@@ -67,7 +67,7 @@ TEST_CASE("Shim: output written just before exit is delivered before OnExit", "[
   CHECK(r.exit->code == 3);
   REQUIRE(r.lines.size() == 2000);
   CHECK(r.lines.back() == "line 1999");
-  CHECK(ShimLauncher::ListAttemptDirs(dir.path / "state").empty());  // Consumed: removed.
+  CHECK(ShimLauncher::ListAttemptDirs(dir.path() / "state").empty());  // Consumed: removed.
 }
 
 TEST_CASE("Shim: SignalGroup reaches the trainer's process group", "[shim]") {
@@ -105,14 +105,14 @@ TEST_CASE("Shim: a missing executable or working dir is the same clear error as 
   CHECK(std::string(not_in_path.status().message()).find("not found in PATH") != std::string::npos);
 
   LaunchSpec no_dir = Spec(dir, {"/bin/true"});
-  no_dir.working_dir = dir.path / "absent";
+  no_dir.working_dir = dir.path() / "absent";
   auto no_working_dir = launcher.Launch(no_dir, &recorder);
   REQUIRE_FALSE(no_working_dir.ok());
   CHECK(std::string(no_working_dir.status().message()).find("working_dir") != std::string::npos);
-  CHECK(ShimLauncher::ListAttemptDirs(dir.path / "state").empty());  // Nothing left behind.
+  CHECK(ShimLauncher::ListAttemptDirs(dir.path() / "state").empty());  // Nothing left behind.
 
   ShimLauncher::Options no_shim = Options(dir);
-  no_shim.shim_path = dir.path / "no-tpud-shim";
+  no_shim.shim_path = dir.path() / "no-tpud-shim";
   auto shim_missing = ShimLauncher(io, no_shim).Launch(Spec(dir, {"/bin/true"}), &recorder);
   CHECK(shim_missing.status().code() == absl::StatusCode::kInternal);
   CHECK(std::string(shim_missing.status().message()).find("tpud-shim: spawn") != std::string::npos);
@@ -132,14 +132,14 @@ TEST_CASE("Shim: the trainer survives the daemon going away, a new daemon re-att
     REQUIRE(RunUntil(io, [&] { return before.lines.size() >= 3; }));
   }  // The daemon's attempt, launcher and loop are gone, as after a crash.
   KillGroupAtEnd guard{pid};
-  const std::size_t log_size = fs::file_size(dir.path / "t.log");
+  const std::size_t log_size = fs::file_size(dir.path() / "t.log");
   std::this_thread::sleep_for(500ms);
   CHECK(Alive(pid));
-  CHECK(fs::file_size(dir.path / "t.log") > log_size);  // The shim kept writing the log.
+  CHECK(fs::file_size(dir.path() / "t.log") > log_size);  // The shim kept writing the log.
 
   boost::asio::io_context io;
   ShimLauncher launcher(io, Options(dir));
-  const std::vector<fs::path> dirs = ShimLauncher::ListAttemptDirs(dir.path / "state");
+  const std::vector<fs::path> dirs = ShimLauncher::ListAttemptDirs(dir.path() / "state");
   REQUIRE(dirs.size() == 1);
   Recorder after;
   auto attempt = launcher.Reattach(dirs[0], &after);
@@ -147,13 +147,13 @@ TEST_CASE("Shim: the trainer survives the daemon going away, a new daemon re-att
   CHECK((*attempt)->pid() == pid);
   REQUIRE(RunUntil(io, [&] { return after.lines.size() >= 3; }));
   CHECK(std::stoi(after.lines.front()) > std::stoi(before.lines.back()));
-  std::ofstream(dir.path / "STOP").put('\n');
+  std::ofstream(dir.path() / "STOP").put('\n');
   REQUIRE(RunUntil(io, [&] { return after.exit.has_value(); }));
   CHECK(after.exit->code == 5);  // Not SIGPIPE: its output never broke.
   CHECK(after.lines.back() == "end");
   CheckConsecutive(after.lines);
-  CheckLogHasNoGap(dir.path / "t.log", 10);
-  CHECK(ShimLauncher::ListAttemptDirs(dir.path / "state").empty());
+  CheckLogHasNoGap(dir.path() / "t.log", 10);
+  CHECK(ShimLauncher::ListAttemptDirs(dir.path() / "state").empty());
 }
 
 TEST_CASE("Shim: an exit while no daemon is attached is delivered on Reattach from exit.json",
@@ -169,8 +169,8 @@ TEST_CASE("Shim: an exit while no daemon is attached is delivered on Reattach fr
     pid = (*attempt)->pid();
   }
   KillGroupAtEnd guard{pid};
-  std::ofstream(dir.path / "STOP").put('\n');
-  const fs::path attempt_dir = ShimLauncher::ListAttemptDirs(dir.path / "state").at(0);
+  std::ofstream(dir.path() / "STOP").put('\n');
+  const fs::path attempt_dir = ShimLauncher::ListAttemptDirs(dir.path() / "state").at(0);
   REQUIRE(WaitFor([&] { return !fs::exists(attempt_dir / "shim.sock"); }));  // The shim is done.
   CHECK(fs::exists(attempt_dir / "exit.json"));
 
@@ -183,7 +183,7 @@ TEST_CASE("Shim: an exit while no daemon is attached is delivered on Reattach fr
   CHECK_FALSE(recorder.exit.has_value());  // Delivered on the loop, not inline.
   REQUIRE(RunUntil(io, [&] { return recorder.exit.has_value(); }));
   CHECK(recorder.exit->code == 3);
-  CheckLogHasNoGap(dir.path / "t.log", 0);
+  CheckLogHasNoGap(dir.path() / "t.log", 0);
   CHECK_FALSE(fs::exists(attempt_dir));
 }
 
@@ -204,15 +204,15 @@ TEST_CASE("Shim: output past the buffer while detached is dropped from the strea
   }
   KillGroupAtEnd guard{pid};
   const std::uintmax_t seq_bytes = 6888896;  // `seq 1 1000000 | wc -c`
-  REQUIRE(WaitFor([&] { return fs::file_size(dir.path / "t.log") == seq_bytes; }));
+  REQUIRE(WaitFor([&] { return fs::file_size(dir.path() / "t.log") == seq_bytes; }));
 
   boost::asio::io_context io;
   ShimLauncher launcher(io, Options(dir));
   Recorder recorder;
   auto attempt =
-      launcher.Reattach(ShimLauncher::ListAttemptDirs(dir.path / "state").at(0), &recorder);
+      launcher.Reattach(ShimLauncher::ListAttemptDirs(dir.path() / "state").at(0), &recorder);
   REQUIRE(attempt.ok());
-  std::ofstream(dir.path / "STOP").put('\n');
+  std::ofstream(dir.path() / "STOP").put('\n');
   REQUIRE(RunUntil(io, [&] { return recorder.exit.has_value(); }));
   CHECK(recorder.exit->code == 0);
   REQUIRE(recorder.lines.size() > 1);
@@ -220,12 +220,12 @@ TEST_CASE("Shim: output past the buffer while detached is dropped from the strea
   CHECK(recorder.lines.back() == "last");  // ...and it resumed with whole lines.
   CHECK(FirstOutOfOrder(recorder.lines, [](int a, int b) { return b > a; }) ==
         recorder.lines.size());
-  CHECK(fs::file_size(dir.path / "t.log") == seq_bytes + 5);  // The log has every byte.
+  CHECK(fs::file_size(dir.path() / "t.log") == seq_bytes + 5);  // The log has every byte.
 }
 
 TEST_CASE("Shim: the trainer survives a SIGKILLed daemon", "[shim]") {
   TempDir dir;
-  const fs::path pid_file = dir.path / "trainer.pid";
+  const fs::path pid_file = dir.path() / "trainer.pid";
   const pid_t daemon = ::fork();
   REQUIRE(daemon >= 0);
   struct KillDaemonAtEnd {
@@ -259,13 +259,13 @@ TEST_CASE("Shim: the trainer survives a SIGKILLed daemon", "[shim]") {
   ShimLauncher launcher(io, Options(dir));
   Recorder recorder;
   auto attempt =
-      launcher.Reattach(ShimLauncher::ListAttemptDirs(dir.path / "state").at(0), &recorder);
+      launcher.Reattach(ShimLauncher::ListAttemptDirs(dir.path() / "state").at(0), &recorder);
   REQUIRE(attempt.ok());
   REQUIRE(RunUntil(io, [&] { return recorder.lines.size() >= 2; }));
-  std::ofstream(dir.path / "STOP").put('\n');
+  std::ofstream(dir.path() / "STOP").put('\n');
   REQUIRE(RunUntil(io, [&] { return recorder.exit.has_value(); }));
   CHECK(recorder.exit->code == 4);
-  CheckLogHasNoGap(dir.path / "t.log", 5);
+  CheckLogHasNoGap(dir.path() / "t.log", 5);
 }
 
 TEST_CASE("Shim: Reattach to a directory with neither a shim nor exit.json is NotFound", "[shim]") {
@@ -273,10 +273,10 @@ TEST_CASE("Shim: Reattach to a directory with neither a shim nor exit.json is No
   boost::asio::io_context io;
   ShimLauncher launcher(io, Options(dir));
   Recorder recorder;
-  auto attempt = launcher.Reattach(dir.path, &recorder);
+  auto attempt = launcher.Reattach(dir.path(), &recorder);
   REQUIRE_FALSE(attempt.ok());
   CHECK(attempt.status().code() == absl::StatusCode::kNotFound);
-  CHECK(std::string(attempt.status().message()).find(dir.path.string()) != std::string::npos);
+  CHECK(std::string(attempt.status().message()).find(dir.path().string()) != std::string::npos);
 }
 
 }  // namespace

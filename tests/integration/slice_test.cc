@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/fixtures/etcd_cluster.h"
+#include "tests/support/etcd_cluster.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/tpu_cloud.h"
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "tests/fixtures/cloud_tpu_emulator.h"
-#include "tests/fixtures/gce_metadata_emulator.h"
+#include "tests/support/cloud_tpu_emulator.h"
+#include "tests/support/gce_metadata_emulator.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/processes.h"
 

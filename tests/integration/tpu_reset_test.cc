@@ -1,6 +1,6 @@
 // TPU resets through the real binaries (issue 4): a job fails with
 // DeadlineExceededError; tpud resets the node through the Cloud TPU API
-// emulator (tests/fixtures/cloud_tpu_emulator.py), with the access token from
+// emulator (tests/support/cloud_tpu_emulator.py), with the access token from
 // the GCE metadata emulator, then restarts the job from its checkpoint; the
 // incident records the reset's backend, duration and result. A reset the API
 // refuses is recorded as failed, and the job restarts all the same.

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "daemon/config/config.h"
-#include "tests/fixtures/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace tpud {
 namespace {

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "tests/fixtures/gce_metadata_emulator.h"
+#include "tests/support/gce_metadata_emulator.h"
 
 namespace tpud {
 namespace {

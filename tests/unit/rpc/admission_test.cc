@@ -15,9 +15,9 @@
 #include <catch2/catch.hpp>
 #include <future>
 
-#include "tests/fakes/fake_clock.h"
-#include "tests/fakes/fake_launcher.h"
-#include "tests/fixtures/temp_dir.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_launcher.h"
+#include "tests/support/temp_dir.h"
 
 namespace tpud {
 namespace {

@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
-#include "tests/fakes/fake_clock.h"
-#include "tests/fakes/fake_launcher.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_launcher.h"
 
 namespace tpud {
 namespace {

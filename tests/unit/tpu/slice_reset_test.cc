@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/fixtures/cloud_tpu_emulator.h"
-#include "tests/fixtures/gce_metadata_emulator.h"
+#include "tests/support/cloud_tpu_emulator.h"
+#include "tests/support/gce_metadata_emulator.h"
 
 namespace tpud {
 namespace {
