@@ -389,6 +389,15 @@ class Decider {
   }
 
   Decision NoticeOver() {
+    if (p_.gang) {  // Report the stop the gang waits for.
+      const bool held = s_.maintenance_hold;
+      s_.maintenance_hold = false;
+      if (held && s_.state == JobState::kBackoff && s_.wait == Wait::kMaintenance) {
+        s_.wait = Wait::kGang;
+        FollowCommit();
+      }
+      return Done();
+    }
     if (s_.state == JobState::kBackoff && s_.wait == Wait::kMaintenance) BeginLaunch("the maintenance event is over");
     return Done();
   }
@@ -509,6 +518,7 @@ class Decider {
     if (!counted) fx_.push_back(IncidentCounted{false});
     s_.last_failure = PastFailure{s_.attempt, failure.failure_class, failure.rule, e.step};
     s_.failed_generation = s_.generation;
+    s_.maintenance_hold = e.maintenance_active;
     const std::string summary = Summary(failure, e.exit);
     const bool moot = s_.gang && s_.gang->generation > s_.generation;
     if (!moot) {
@@ -559,6 +569,11 @@ class Decider {
     switch (commit.phase) {
       case GangPhase::kStopping:
         if (commit.generation <= s_.reported_generation || commit.generation <= s_.generation) return;
+        if (s_.maintenance_hold) {  // The gang waits for this VM's maintenance event to end.
+          DelayLaunch(StrCat(what, "; waiting for this worker's maintenance event to end"));
+          s_.wait = Wait::kMaintenance;
+          return;
+        }
         WaitForGang(StrCat(what, "; waiting for every worker to stop"));
         if (p_.gang_local_reset && commit.reset_class) {
           s_.wait = Wait::kGangReset;

@@ -99,6 +99,9 @@ struct State {
   std::optional<GangCommit> gang;       // The newest commit seen.
   std::int64_t failed_generation = 0;   // A generation whose attempt failed here (proposed already).
   std::int64_t reported_generation = 0; // The newest kStopping generation reported to.
+  // This worker's attempt ended in a maintenance event: it reports (so the
+  // gang may restart) only once the event is over.
+  bool maintenance_hold = false;
   std::optional<std::int64_t> resume_step;  // The committed step the next attempt resumes from.
 
   bool wants_running() const;  // The person's intent: starting, running, backoff, or stopping to restart.

@@ -21,6 +21,16 @@ import sys
 import time
 
 
+def peers_alive(peers_dir, num_workers):
+    for w in range(num_workers):
+        try:
+            with open(os.path.join(peers_dir, f"w{w}.pid")) as f:
+                os.kill(int(f.read()), 0)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ckpt-dir", required=True)
@@ -29,6 +39,9 @@ def main():
     p.add_argument("--save-every", type=int, default=5)
     p.add_argument("--step-seconds", type=float, default=0.1)
     p.add_argument("--resume-step", type=int, default=None)
+    p.add_argument("--peers-dir", help="a stuck collective: each step, block for good once a peer's "
+                                       "process (its pid in PEERS_DIR/w<ID>.pid) is gone")
+    p.add_argument("--num-workers", type=int, default=1)
     a = p.parse_args()
     worker = os.environ.get("TPUD_WORKER_ID", "?")
     generation = os.environ.get("TPUD_GANG_GENERATION", "?")
@@ -39,8 +52,18 @@ def main():
         print(f"worker {worker} generation {generation}: resumed from step {start}", flush=True)
     else:
         print(f"worker {worker} generation {generation}: from scratch", flush=True)
+    if a.peers_dir:
+        os.makedirs(a.peers_dir, exist_ok=True)
+        with open(os.path.join(a.peers_dir, f"w{worker}.pid.tmp"), "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(os.path.join(a.peers_dir, f"w{worker}.pid.tmp"), os.path.join(a.peers_dir, f"w{worker}.pid"))
+        while not peers_alive(a.peers_dir, a.num_workers):  # The connect barrier: every peer up.
+            time.sleep(0.01)
     for step in range(start + 1, a.steps + 1):
         time.sleep(a.step_seconds)
+        if a.peers_dir and not peers_alive(a.peers_dir, a.num_workers):
+            while True:  # A collective with a dead peer never completes.
+                time.sleep(3600)
         for kind in ("crash", "oom", "hang", "deadline"):
             marker = os.path.join(a.control_dir, f"{kind}-w{worker}")
             if not os.path.exists(marker):

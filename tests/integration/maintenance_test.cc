@@ -9,6 +9,7 @@
 #include "tests/integration/harness.h"
 #include "tests/integration/job_events.h"
 #include "tests/integration/processes.h"
+#include "tests/integration/tpu_cloud.h"
 
 namespace tpud::testing {
 namespace {
@@ -27,19 +28,6 @@ echo "attempt $TPUD_ATTEMPT up"
 while :; do sleep 0.1; done
 )";
 
-// The emulator is a child of this test process; keeps the harness's orphan
-// cleanup (KillOrphans) from waiting for it.
-class KeptChildGuard {
- public:
-  explicit KeptChildGuard(int pid) : pid_(pid) { KeepChild(pid_); }
-  ~KeptChildGuard() { ReleaseChild(pid_); }
-  KeptChildGuard(const KeptChildGuard&) = delete;
-  KeptChildGuard& operator=(const KeptChildGuard&) = delete;
-
- private:
-  int pid_;
-};
-
 bool LogHas(const TpudProcess& tpud, const std::string& job, const std::string& text) {
   return tpud.Logs(job).find(text) != std::string::npos;
 }
@@ -50,7 +38,7 @@ TEST_CASE("Maintenance: a maintenance event sends the checkpoint signal, holds t
           "until it is over, and does not count against max_restarts",
           "[integration][maintenance]") {
   MetadataEmulator emulator;
-  KeptChildGuard keep_emulator(emulator.pid());
+  KeptChild keep_emulator(emulator.pid());
   TempDir dir;
   TpudProcess tpud(dir,
                    ShellJob("trainer", kTrainerScript,

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -29,8 +30,13 @@ class Slice {
  public:
   // `progress_timeout` (seconds, 0: none): a worker with no step for that long hangs.
   // `extra_daemon_yaml`: more top-level keys of every worker's tpud.yaml.
-  Slice(int workers, int etcd_members = 1, int progress_timeout = 0, std::string extra_daemon_yaml = "")
-      : etcd_(etcd_members), workers_(workers), extra_daemon_yaml_(std::move(extra_daemon_yaml)) {
+  // `worker_yaml(w)`: more top-level keys for worker w alone.
+  Slice(int workers, int etcd_members = 1, int progress_timeout = 0, std::string extra_daemon_yaml = "",
+        std::function<std::string(int)> worker_yaml = nullptr)
+      : etcd_(etcd_members),
+        workers_(workers),
+        extra_daemon_yaml_(std::move(extra_daemon_yaml)),
+        worker_yaml_(std::move(worker_yaml)) {
     fs::create_directories(control_);
     for (int i = 0; i < workers; ++i) dirs_.push_back(std::make_unique<TempDir>());
     job_yaml_ = "- name: train\n"
@@ -54,7 +60,8 @@ class Slice {
   void Start(int worker) {
     std::string endpoints;
     for (const std::string& e : etcd_.endpoints()) endpoints += (endpoints.empty() ? "" : ", ") + YamlQuote(e);
-    const std::string daemon_yaml = "gce_metadata: {enabled: \"false\"}\n"
+    const std::string gce = worker_yaml_ ? worker_yaml_(worker) : "gce_metadata: {enabled: \"false\"}\n";
+    const std::string daemon_yaml = gce +
                                     "slice:\n"
                                     "  etcd: {endpoints: [" + endpoints + "], prefix: /it, lease_seconds: 3}\n"
                                     "  name: test-slice\n"
@@ -107,6 +114,7 @@ class Slice {
   EtcdCluster etcd_;
   int workers_;
   std::string extra_daemon_yaml_;
+  std::function<std::string(int)> worker_yaml_;
   TempDir shared_;
   fs::path control_ = shared_.path() / "control";
   std::vector<std::unique_ptr<TempDir>> dirs_;
@@ -248,6 +256,31 @@ TEST_CASE("slice: a gang job on a tpud without a slice section is refused with t
   CHECK(result.exit_code != 0);
   CHECK(result.err.find("no slice: section") != std::string::npos);
   CHECK(tpud.Tpuctl({"status", "g"}).exit_code != 0);  // Nothing was added.
+}
+
+TEST_CASE("slice: a maintenance event on one worker stops the gang, which restarts once the event is over",
+          "[slice][integration]") {
+  std::vector<std::unique_ptr<MetadataEmulator>> metadata;
+  std::vector<std::unique_ptr<KeptChild>> kept;
+  for (int w = 0; w < 2; ++w) {
+    metadata.push_back(std::make_unique<MetadataEmulator>());
+    kept.push_back(std::make_unique<KeptChild>(metadata.back()->pid()));
+  }
+  Slice slice(2, 1, 0, "", [&](int w) {
+    return "gce_metadata: {enabled: \"true\", host: " + YamlQuote(metadata[w]->host()) + "}\n";
+  });
+  REQUIRE(slice.WaitAllRunning(1));
+  metadata[1]->Control("set?key=instance/maintenance-event&value=TERMINATE_ON_HOST_MAINTENANCE");
+  // Every worker stops; worker 1 holds the restart while its VM is in maintenance.
+  REQUIRE(WaitFor([&] { return slice[0].Status("train")["gang"]["generation"] == 2; }, Seconds(20)));
+  REQUIRE(slice[1].WaitForState("train", "backoff", Seconds(20))["state"] == "backoff");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  CHECK(slice[0].Status("train")["state"] == "backoff");
+  CHECK(slice[1].Status("train")["reason"].get<std::string>().find("maintenance event to end") !=
+        std::string::npos);
+  metadata[1]->Control("set?key=instance/maintenance-event&value=NONE");
+  REQUIRE(slice.WaitAllRunning(2));
+  CHECK(slice[0].Status("train")["gang"]["restarts"] == 0);  // Maintenance is not counted.
 }
 
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,17 +120,21 @@ void EtcdCluster::Launch(Member& m) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, m.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  const int rc = ::posix_spawn(&m.pid, kEtcd, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    m.pid = -1;
-    throw std::runtime_error("etcd fixture: posix_spawn " + std::string(kEtcd) + " failed");
+  // fork + exec rather than posix_spawn: the member dies with this process
+  // (PR_SET_PDEATHSIG), so a test killed mid-run leaves no etcd behind.
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("etcd fixture: fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // The parent is already gone.
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(m.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) ::_exit(127);
+    ::execv(kEtcd, argv.data());
+    ::_exit(127);
   }
+  m.pid = pid;
 }
 
 std::string EtcdCluster::endpoint(int member) const {

@@ -681,6 +681,27 @@ TEST_CASE("Job machine, gang: the worker follows the generations the slice commi
   });
 }
 
+TEST_CASE("Job machine, gang: a worker in a maintenance event reports only once it is over", "[machine][gang]") {
+  AttemptExited preempted = Exit(143, Failure(FailureClass::kPreemption, RecoveryAction::kWaitAndRestart));
+  preempted.maintenance_active = true;
+  const Decision exited = Step(GangIn(JobState::kRunning), preempted, GangPolicy());
+  CHECK(exited.next.maintenance_hold);
+  // The slice commits the next generation: this worker holds its report.
+  const Decision committed =
+      Step(exited.next, GangCommitted{Commit(4, GangPhase::kStopping, "worker 1: preemption: exit code 143")},
+           GangPolicy());
+  CHECK(Effects(committed) ==
+        std::vector<std::string>{"reason: gang generation 4: worker 1: preemption: exit code 143; waiting for this "
+                                 "worker's maintenance event to end"});
+  CHECK(committed.next.wait == Wait::kMaintenance);
+  CHECK(committed.next.reported_generation == 0);
+  // The event is over: it reports, and the gang can start.
+  const Decision over = Step(committed.next, MaintenanceOver{}, GangPolicy());
+  CHECK(Effects(over).back() == "report 4");
+  CHECK_FALSE(over.next.maintenance_hold);
+  CHECK(over.next.wait == Wait::kGang);
+}
+
 TEST_CASE("Job machine, gang: a local reset backend resets each worker before it reports", "[machine][gang]") {
   State idle = GangIn(JobState::kBackoff);
   GangCommit commit = Commit(4, GangPhase::kStopping, "worker 0: deadline_exceeded: exit code 1");
