@@ -13,4 +13,6 @@ if [ "$had_supervisor" = 0 ] && command -v systemctl >/dev/null && systemctl is-
 fi
 bash scripts/build.sh tpud tpuctl tpud-shim bench_child tpud_bench_control tpud_bench_classifier \
   tpud_bench_state_store
-exec /usr/bin/python3 bench/run_bench.py --build-dir build "$@"
+/usr/bin/python3 bench/run_bench.py --build-dir build "$@"
+# Gang restarts on a slice of tpuds with a real etcd (README "Gang restarts on a slice").
+exec /usr/bin/python3 bench/gang_bench.py --build-dir build
