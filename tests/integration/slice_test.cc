@@ -364,7 +364,7 @@ TEST_CASE("slice: etcd down leaves training untouched, and a failure in the outa
   Slice slice(2);
   REQUIRE(slice.WaitAllRunning(1));
   slice.etcd().Kill(0);
-  std::this_thread::sleep_for(std::chrono::seconds(6));  // Two leases' worth.
+  std::this_thread::sleep_for(std::chrono::seconds(30));  // Ten leases' worth.
   for (const json& s : slice.Statuses()) {
     CHECK(s["state"] == "running");
     CHECK(s["attempt"] == 1);
