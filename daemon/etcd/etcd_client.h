@@ -1,5 +1,5 @@
 // tpud's etcd client: the one interface through which tpud talks to etcd, for
-// multi-host gang coordination (issue 13). Everything etcd-specific lives in
+// multi-host gang coordination (daemon/slice/). Everything etcd-specific lives in
 // daemon/etcd/; callers see EtcdClient, LeaseKeepAlive and Watcher, so the
 // gang logic can be unit-tested against a fake.
 //

@@ -5,7 +5,7 @@
 // (ops/grafana/tpud-dashboard.json), its variables' included, is evaluated
 // through Prometheus' HTTP API. Each must parse, and each must return series
 // unless its panel (or its row) is marked multi-host: a description starting
-// with "multi-host:" (metrics of issue 13, absent until then).
+// with "multi-host:" (metrics of a slice, absent on a single VM).
 #include <catch2/catch.hpp>
 
 #include <regex>

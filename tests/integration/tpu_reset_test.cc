@@ -1,4 +1,4 @@
-// TPU resets through the real binaries (issue 4): a job fails with
+// TPU resets through the real binaries: a job fails with
 // DeadlineExceededError; tpud resets the node through the Cloud TPU API
 // emulator (tests/support/cloud_tpu_emulator.py), with the access token from
 // the GCE metadata emulator, then restarts the job from its checkpoint; the

@@ -87,7 +87,7 @@ TEST_CASE("Classifier: a user rule outranks the built-in rules", "[classify]") {
 }
 
 // The first line of a burst is its cause, so it is the one reported (it was
-// the last line before issue 11, which made bursts report their consequences).
+// the last line before the burst rules, which made bursts report their consequences).
 TEST_CASE("Classifier: after user rule 0 matched, its first line is reported and the line counted",
           "[classify]") {
   const auto classifier = MakeClassifier(
