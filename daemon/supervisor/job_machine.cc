@@ -37,7 +37,15 @@ class Decider {
   }
 
   Decision Stop(const std::string& reason) {
+    StopHere(reason);
+    // A gang: the stop sticks on this worker at once, etcd or not; the
+    // proposal stops every other worker.
     if (p_.gang) return GangRequest(GangProposal::Intent::kStop, reason);
+    return Done();
+  }
+
+  // Stops this worker's attempt (or its wait) for a person's stop.
+  void StopHere(const std::string& reason) {
     switch (s_.state) {
       case JobState::kBackoff:
         fx_.push_back(CloseIncident{"stopped"});
@@ -55,7 +63,6 @@ class Decider {
       default:
         break;  // Stopping an inactive job is a no-op, as with systemctl stop.
     }
-    return Done();
   }
 
   Decision Restart(const std::string& reason) {
@@ -555,7 +562,7 @@ class Decider {
       TransitionTo(JobState::kStopping, why);
       s_.stop = StopIntent::kGang;
       SendRung(0);
-    } else if (s_.state == JobState::kStopping) {
+    } else if (s_.state == JobState::kStopping && s_.stop != StopIntent::kStop) {
       s_.stop = StopIntent::kGang;
     }
     return Done();

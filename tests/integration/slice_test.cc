@@ -283,6 +283,19 @@ TEST_CASE("slice: a maintenance event on one worker stops the gang, which restar
   CHECK(slice[0].Status("train")["gang"]["restarts"] == 0);  // Maintenance is not counted.
 }
 
+TEST_CASE("slice: a stop sticks on its worker even with etcd down, and reaches the others once etcd is back",
+          "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  slice.etcd().Kill(0);
+  REQUIRE(slice[0].Tpuctl({"stop", "train"}).exit_code == 0);
+  CHECK(slice[0].WaitForState("train", "stopped", Seconds(15))["state"] == "stopped");
+  CHECK(slice[1].Status("train")["state"] == "running");  // It learns of the stop through etcd.
+  slice.etcd().Restart(0);
+  CHECK(slice[1].WaitForState("train", "stopped", Seconds(30))["state"] == "stopped");
+  CHECK(slice[0].Status("train")["gang"]["phase"] == "stopped");
+}
+
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
   Slice slice(2);
   REQUIRE(slice.WaitAllRunning(1));

@@ -724,8 +724,18 @@ TEST_CASE("Job machine, gang: requests are proposals to the slice", "[machine][g
   Check({
       GangRow("start: proposed", stopped, StartRequested{"start requested"},
               {"propose start after 0 by worker 1"}),
-      GangRow("stop of a running gang: proposed", GangIn(JobState::kRunning), StopRequested{"stop requested"},
-              {"propose stop after 3 by worker 1"}),
+      GangRow("stop of a running gang: stopped here at once (etcd or not), and proposed for the others",
+              GangIn(JobState::kRunning), StopRequested{"stop requested"},
+              {"-> stopping: stop requested", "signal 15", "timer rung 10s #1", "persist",
+               "propose stop after 3 by worker 1"},
+              [](const State& s) { CHECK(s.stop == StopIntent::kStop); }),
+      GangRow("the stopped commit arriving while the stop runs: still a person's stop", [] {
+                State stopping = GangIn(JobState::kStopping);
+                stopping.stop = StopIntent::kStop;
+                return stopping;
+              }(),
+              GangCommitted{Commit(4, GangPhase::kStopped, "stop requested")}, {},
+              [](const State& s) { CHECK(s.stop == StopIntent::kStop); }),
       GangRow("restart: proposed", GangIn(JobState::kRunning), RestartRequested{"restart requested"},
               {"propose restart after 3 by worker 1"}),
       GangRow("stop of a stopped gang: nothing", stopped, StopRequested{"stop"}, {}),
