@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "daemon/etcd/endpoints.h"
 
 namespace tpud::config_internal {
 namespace {
@@ -61,6 +62,15 @@ void ReadSliceSection(Reader& r, const YAML::Node& root, const std::filesystem::
     const std::string reason = message.substr(std::min(message.size(), key.size() + 2));
     r.Fail(MarkOf(root, root.Mark(), key), key, reason);
     return;
+  }
+  // As the etcd client will parse them (etcd/endpoints.h), so a bad one fails
+  // `tpud --check` and a reload, not tpud's start.
+  const bool tls = !c.etcd.tls.ca.empty() || !c.etcd.tls.cert.empty();
+  for (const std::string& endpoint : c.etcd.endpoints) {
+    if (absl::StatusOr<etcd::Endpoint> parsed = etcd::ParseEndpoint(endpoint, tls); !parsed.ok()) {
+      r.Fail(MarkOf(root, root.Mark(), "slice.etcd.endpoints"), "slice.etcd.endpoints", parsed.status().message());
+      return;
+    }
   }
   config->slice = std::move(c);
 }

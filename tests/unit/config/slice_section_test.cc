@@ -34,7 +34,7 @@ TEST_CASE("Config slice: absent means one VM alone, and every key is read", "[co
   const absl::StatusOr<DaemonConfig> config = LoadYaml(dir,
                                                        "slice:\n"
                                                        "  etcd:\n"
-                                                       "    endpoints: [\"10.0.0.5:2379\", \"http://10.0.0.6:2379\"]\n"
+                                                       "    endpoints: [\"10.0.0.5:2379\", \"https://10.0.0.6:2379\"]\n"
                                                        "    prefix: /tpud-test\n"
                                                        "    lease_seconds: 5\n"
                                                        "    tls: {ca: ca.pem, cert: /etc/c.pem, key: k.pem}\n"
@@ -44,7 +44,7 @@ TEST_CASE("Config slice: absent means one VM alone, and every key is read", "[co
   REQUIRE(config.ok());
   REQUIRE(config->slice);
   const SliceConfig& slice = *config->slice;
-  CHECK(slice.etcd.endpoints == std::vector<std::string>{"10.0.0.5:2379", "http://10.0.0.6:2379"});
+  CHECK(slice.etcd.endpoints == std::vector<std::string>{"10.0.0.5:2379", "https://10.0.0.6:2379"});
   CHECK(slice.etcd.prefix == "/tpud-test");
   CHECK(slice.etcd.lease_seconds == 5);
   CHECK(slice.etcd.tls.ca == dir.path() / "ca.pem");  // Relative to the config file.
@@ -77,6 +77,15 @@ TEST_CASE("Config slice: bad values are errors naming the file, line and key", "
   CHECK_THAT(ErrorOf(dir, "slice:\n  etcd: {endpoints: [a:1], tls: {cert: c.pem}}\n"),
              Contains("slice.etcd.tls.cert: cert and key go together"));
   CHECK_THAT(ErrorOf(dir, "slice:\n  etcd: {endpoints: [a:1], lease: 3}\n"), Contains("lease"));
+  // Each endpoint is checked as the etcd client will parse it, at load (so `tpud --check` and a
+  // reload catch it), not when tpud starts the slice.
+  CHECK_THAT(ErrorOf(dir, "slice:\n  etcd:\n    endpoints: [\"10.0.0.5:2379\", \"10.0.0.6\"]\n"),
+             Contains(file + ":3: slice.etcd.endpoints: etcd endpoint \"10.0.0.6\""));
+  CHECK_THAT(ErrorOf(dir, "slice:\n  etcd: {endpoints: [\"ftp://a:1\"]}\n"),
+             Contains("scheme must be http:// or https://"));
+  CHECK_THAT(ErrorOf(dir, "slice:\n  etcd: {endpoints: [\"http://a:1\"], tls: {ca: ca.pem}}\n"),
+             Contains("is http:// (plaintext) but tls is configured"));
+  CHECK_THAT(ErrorOf(dir, "slice:\n  etcd: {endpoints: [\"a:99999\"]}\n"), Contains("etcd endpoint \"a:99999\""));
 }
 
 TEST_CASE("Config slice: a gang job needs the slice section", "[config][slice]") {
