@@ -21,6 +21,7 @@ struct Session {
   std::chrono::duration<double> timeout{10};
   std::ostream* out = nullptr;              // Results (stdout).
   std::ostream* err = nullptr;              // Notes that are not failures (stderr).
+  bool err_is_tty = false;                  // Progress of long waits is drawn in place (client/progress.h).
 };
 
 // How long a unary call may take: session.timeout, or until SIGINT (for a

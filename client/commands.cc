@@ -7,9 +7,11 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "client/format.h"
 #include "client/interrupt.h"
+#include "client/progress.h"
 
 namespace tpud::client {
 namespace {
@@ -125,12 +127,28 @@ Result StartJob(const Session& session, const tpud::v1::StartJobRequest& request
   return Print(session, FormatJobLine(response.job()) + "\n");
 }
 
-Result StopJob(const Session& session, const std::string& name) {
+Result StopJob(const Session& session, const std::string& name, bool wait) {
   tpud::v1::StopJobRequest request;
   request.set_name(name);
   tpud::v1::StopJobResponse response;
   if (Result r = Call(session, &Stub::StopJob, request, &response); !r.ok()) return r;
-  return Print(session, FormatJobLine(response.job()) + "\n");
+  if (!wait || response.job().state() != tpud::v1::JOB_STATE_STOPPING) {
+    return Print(session, FormatJobLine(response.job()) + "\n");
+  }
+  tpud::v1::JobStatus job = response.job();
+  {
+    ProgressLine progress(session.err, session.err_is_tty, "stopping " + name);
+    while (job.state() == tpud::v1::JOB_STATE_STOPPING) {
+      progress.Update(job.has_stop() ? FormatStopRung(job.stop()) : "stopping");
+      std::this_thread::sleep_for(kProgressPollInterval);
+      tpud::v1::GetJobRequest get;
+      get.set_name(name);
+      tpud::v1::GetJobResponse got;
+      if (Result r = Call(session, &Stub::GetJob, get, &got); !r.ok()) return r;
+      job = got.job();
+    }
+  }
+  return Print(session, FormatJobLine(job) + "\n");
 }
 
 Result RestartJob(const Session& session, const std::string& name) {

@@ -37,8 +37,12 @@ tpud::v1::StartJobRequest AdHocStartRequest(const std::string& name,
 
 // StartJob; prints FormatJobLine of the resulting status.
 Result StartJob(const Session& session, const tpud::v1::StartJobRequest& request);
-// StopJob / RestartJob; print FormatJobLine of the resulting status.
-Result StopJob(const Session& session, const std::string& name);
+// StopJob / RestartJob; print FormatJobLine of the resulting status. With
+// `wait`, StopJob then follows the stop ladder (GetJob every
+// kProgressPollInterval, each rung on stderr through ProgressLine) until the
+// job is no longer stopping, and prints its final line; Ctrl-C stops the
+// waiting, not the stop.
+Result StopJob(const Session& session, const std::string& name, bool wait = false);
 Result RestartJob(const Session& session, const std::string& name);
 // RemoveJob; prints "removed NAME ...".
 Result RemoveJob(const Session& session, const std::string& name);

@@ -147,7 +147,9 @@ Result Connect(const std::string& socket_path, std::chrono::duration<double> con
     if (std::optional<std::string> denied = PredictDenial(socket_path)) return {kExitError, *denied};
     return {kExitUnreachable, UnreachableMessage(socket_path, reason)};
   }
-  auto candidate = grpc::CreateChannel("unix:" + socket_path, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);  // `incident --tar` gets a whole bundle (capped at a few MiB) at once.
+  auto candidate = grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(), args);
   const auto deadline =
       std::chrono::system_clock::now() +
       std::chrono::duration_cast<std::chrono::system_clock::duration>(connect_timeout);

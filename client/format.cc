@@ -182,7 +182,14 @@ Json JobObject(const JobStatus& job) {
           {"group", job.group()},
           {"log_dropped_bytes", job.log_dropped_bytes()},
           {"log_dropping", job.log_dropping()},
-          {"gang", job.has_gang() ? internal::GangJson(job.gang()) : Json(nullptr)}};
+          {"gang", job.has_gang() ? internal::GangJson(job.gang()) : Json(nullptr)},
+          {"stop", job.has_stop() ? Json{{"intent", job.stop().intent()},
+                                         {"rung", job.stop().rung()},
+                                         {"rungs", job.stop().rungs()},
+                                         {"signal", job.stop().signal()},
+                                         {"next_signal", job.stop().next_signal()},
+                                         {"next_in_seconds", job.stop().next_in_seconds()}}
+                                  : Json(nullptr)}};
 }
 
 using Row = std::array<std::string, 10>;
@@ -326,6 +333,17 @@ std::string FormatJobDetail(const JobStatus& job) {
   return out;
 }
 
+std::string FormatStopRung(const tpud::v1::StopProgress& stop) {
+  std::string text;
+  if (stop.rung() > 0) {
+    text = "sent " + stop.signal() + " (" + std::to_string(stop.rung()) + " of " + std::to_string(stop.rungs()) + ")";
+  } else {
+    text = "no signal sent yet";
+  }
+  if (!stop.next_signal().empty()) text += ", " + stop.next_signal() + " in " + FormatDowntime(stop.next_in_seconds());
+  return text;
+}
+
 std::string FormatJobLine(const JobStatus& job) {
   std::string line = job.name() + ": " + StateName(job.state());
   if (job.pid() != 0) {
@@ -333,6 +351,7 @@ std::string FormatJobLine(const JobStatus& job) {
             ")";
   }
   if (!job.reason().empty()) line += " " + job.reason();
+  if (job.has_stop()) line += "; " + FormatStopRung(job.stop());
   return line;
 }
 

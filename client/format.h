@@ -69,8 +69,13 @@ std::string FormatStatusTable(const std::vector<tpud::v1::JobStatus>& jobs);
 // whether it counted against max_restarts.
 std::string FormatJobDetail(const tpud::v1::JobStatus& job);
 
+// Where a stop ladder is: "sent SIGTERM (2 of 4), SIGQUIT in 25.0s"; "no
+// signal sent yet" before the first rung; no "in" part after the last.
+std::string FormatStopRung(const tpud::v1::StopProgress& stop);
+
 // The status line printed by start/stop/restart: "digits: running (pid 4242,
-// attempt 2) started" — name, state, pid/attempt when known, then the reason.
+// attempt 2) started" — name, state, pid/attempt when known, then the reason;
+// a stopping job adds FormatStopRung after "; ".
 std::string FormatJobLine(const tpud::v1::JobStatus& job);
 
 // One JSON object (compact, no trailing newline) for one job:

@@ -1,12 +1,27 @@
 #include "client/tpu_commands.h"
 
+#include <future>
+
 #include "client/format_slice.h"
 #include "client/format_tpu.h"
+#include "client/progress.h"
 
 namespace tpud::client {
 namespace {
 
 using Stub = tpud::v1::Supervisor::StubInterface;
+
+// What `reset-tpu` shows while it waits: the node's state and health as the
+// daemon describes it now, or the reset in progress without a node backend.
+std::string ResetProgress(const tpud::v1::GetTpuResponse& tpu) {
+  if (tpu.has_node() && !tpu.node().state().empty()) {
+    std::string text = "node " + tpu.node().state();
+    if (!tpu.node().health().empty()) text += ", " + tpu.node().health();
+    return text;
+  }
+  if (!tpu.running().empty()) return "resetting (" + tpu.running() + ")";
+  return "";
+}
 
 }  // namespace
 
@@ -22,9 +37,22 @@ Result ResetTpu(const Session& session, const std::string& backend) {
   tpud::v1::ResetTpuRequest request;
   request.set_backend(backend);
   tpud::v1::ResetTpuResponse response;
-  if (Result r = Call(session, &Stub::ResetTpu, request, &response, CallBound::kUntilInterrupted); !r.ok()) {
-    return r;
+  // The reset call blocks until done (Ctrl-C cancels it); meanwhile this
+  // thread asks for the node, so a wait of up to 30 minutes shows each state
+  // the node goes through.
+  std::future<Result> reset = std::async(std::launch::async, [&] {
+    return Call(session, &Stub::ResetTpu, request, &response, CallBound::kUntilInterrupted);
+  });
+  {
+    ProgressLine progress(session.err, session.err_is_tty, "reset-tpu");
+    Session polling = session;
+    polling.timeout = std::min<std::chrono::duration<double>>(session.timeout, std::chrono::seconds(5));
+    while (reset.wait_for(kProgressPollInterval) != std::future_status::ready) {
+      tpud::v1::GetTpuResponse tpu;
+      if (Call(polling, &Stub::GetTpu, tpud::v1::GetTpuRequest(), &tpu).ok()) progress.Update(ResetProgress(tpu));
+    }
   }
+  if (Result r = reset.get(); !r.ok()) return r;
   const std::string line = FormatTpuReset(response.reset());
   if (response.reset().attempted() && response.reset().result() != "ok") return {kExitError, line};
   return Print(session, line + "\n");

@@ -12,7 +12,8 @@ namespace tpud::client {
 Result ShowTpu(const Session& session, bool json);
 
 // ResetTpu through `backend` ("" for the node backend); prints
-// FormatTpuReset. A reset that ran and failed is kExitError with its line as
+// FormatTpuReset. While it runs, each node state (GetTpu every
+// kProgressPollInterval) goes to stderr through ProgressLine. A reset that ran and failed is kExitError with its line as
 // the message. Waits as long as the reset takes (`session.timeout` is not
 // applied: a node reset takes minutes); Ctrl-C stops waiting, not the reset.
 Result ResetTpu(const Session& session, const std::string& backend);

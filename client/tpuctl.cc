@@ -1,6 +1,8 @@
 // The command line of tpuctl; the only client file that includes CLI11.
 #include "client/tpuctl.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +14,7 @@
 
 #include "client/commands.h"
 #include "client/completion.h"
+#include "client/incident_commands.h"
 #include "client/connection.h"
 #include "client/tpu_commands.h"
 
@@ -63,6 +66,7 @@ struct Options {
   std::string spec_file;            // start -f FILE.
   bool json = false;
   bool follow = false;
+  bool wait = false;                // stop --wait.
   bool incidents_only = false;      // events --incidents.
   int lines = -1;                   // logs -n; < 0: the daemon's default.
   int history = 0;                  // events -n; 0: all the daemon kept.
@@ -70,6 +74,8 @@ struct Options {
   std::vector<std::string> ad_hoc;  // ...followed by this argv.
   std::string backend;              // reset-tpu --backend.
   std::string shell;                // completion SHELL.
+  std::int64_t incident = 0;        // incident N; 0: the newest.
+  std::string tar_file;             // incident --tar FILE.
 };
 
 void AddGlobalOptions(CLI::App& app, Options& options) {
@@ -91,10 +97,9 @@ void AddJobCommands(CLI::App& app, Options& options) {
   start->add_option("-f,--file", options.spec_file, "Job spec YAML to submit ('-' for stdin)")
       ->type_name("FILE");
   start->footer(kStartFooter);
-  app.add_subcommand("stop", "Stop a job (walks its stop signal ladder)")
-      ->add_option("NAME", options.job, "Job name")
-      ->type_name("")
-      ->required();
+  CLI::App* stop = app.add_subcommand("stop", "Stop a job (walks its stop signal ladder)");
+  stop->add_option("NAME", options.job, "Job name")->type_name("")->required();
+  stop->add_flag("-w,--wait", options.wait, "Wait until it has stopped, showing each rung of the ladder");
   app.add_subcommand("restart", "Stop a job if it runs, then start a new attempt")
       ->add_option("NAME", options.job, "Job name")
       ->type_name("")
@@ -124,6 +129,14 @@ void AddViewCommands(CLI::App& app, Options& options) {
                    "Only incidents (failures and their recovery), not state changes");
   events->add_option("-n,--history", options.history, "Past events first (default: all kept)")
       ->type_name("N");
+  CLI::App* incident =
+      app.add_subcommand("incident", "Show an incident bundle: stacks, log tail and verdict of a failed attempt");
+  incident->add_option("NAME", options.job, "Job name")->type_name("")->required();
+  incident->add_option("N", options.incident, "Incident number (default: the newest bundle)")
+      ->type_name("")
+      ->check(CLI::PositiveNumber);
+  incident->add_option("--tar", options.tar_file, "Pack the bundle into FILE for a bug report")->type_name("FILE");
+  incident->add_flag("--json", options.json, "summary.json as captured");
   CLI::App* info = app.add_subcommand("info", "Show the daemon's version, pid, metrics and config");
   info->add_flag("--json", options.json, "As a JSON object");
 }
@@ -264,7 +277,7 @@ Result Dispatch(const std::string& command, const Options& options,
   const std::optional<std::string> name =
       options.job.empty() ? std::nullopt : std::optional(options.job);
   if (command == "start") return StartJob(session, start_request);
-  if (command == "stop") return StopJob(session, options.job);
+  if (command == "stop") return StopJob(session, options.job, options.wait);
   if (command == "restart") return RestartJob(session, options.job);
   if (command == "remove") return RemoveJob(session, options.job);
   if (command == "status") return ShowStatus(session, name, options.json);
@@ -278,6 +291,7 @@ Result Dispatch(const std::string& command, const Options& options,
   if (command == "reset-tpu") return ResetTpu(session, options.backend);
   if (command == "doctor") return RunDoctor(session, options.job);
   if (command == "slice") return ShowSlice(session, options.json);
+  if (command == "incident") return ShowIncident(session, options.job, options.incident, options.tar_file, options.json);
   if (command == kCompleteJobsCommand) return PrintJobNames(session);
   return {kExitUsage, "unknown command " + command};
 }
@@ -296,7 +310,8 @@ Result Run(const std::string& command, const Options& options) {
   Result connected = Connect(options.socket_path, std::min(timeout, kMaxConnectTimeout), &channel);
   if (!connected.ok()) return connected;
   const auto stub = tpud::v1::Supervisor::NewStub(channel);
-  const Session session{stub.get(), options.socket_path, timeout, &std::cout, &std::cerr};
+  const Session session{stub.get(), options.socket_path, timeout, &std::cout, &std::cerr,
+                        ::isatty(STDERR_FILENO) == 1};
   return Dispatch(command, options, start_request, session);
 }
 

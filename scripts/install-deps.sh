@@ -8,11 +8,11 @@ PACKAGES=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-all-dev libspdlog-dev prometheus-cpp-dev libyaml-cpp-dev catch2
-  libre2-dev libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
+  libre2-dev libcli11-dev nlohmann-json3-dev libarchive-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   python3 python3-torch python3-sklearn python3-grpcio
   prometheus curl procps
   etcd-server etcd-client
-  zsh scdoc lintian
+  zsh scdoc lintian elfutils
   clang libclang-rt-14-dev e2fsprogs util-linux mount
   "$@"
 )

@@ -20,6 +20,7 @@
 #include "daemon/app/slice_link.h"
 #include "daemon/app/state_dir_lock.h"
 #include "daemon/process/attempt_cgroup.h"
+#include "daemon/app/incident_link.h"
 #include "daemon/app/tpu_link.h"
 #include "daemon/core/asio_clock.h"
 #include "daemon/core/run_on_loop.h"
@@ -136,6 +137,9 @@ absl::Status RunDaemon(const DaemonConfig& config) {
     return std::shared_ptr<void>(std::move(*watcher));
   };
   tpu->Wire(config, &deps);
+  // Incident bundles, captured off the loop; outlives the supervisor.
+  const std::unique_ptr<IncidentCapturer> capturer =
+      IncidentCapturer::Wire(io, config, tpu->recovery.get(), &deps);
   // A multi-host slice (config slice:): gang jobs agree through etcd.
   absl::StatusOr<std::unique_ptr<SliceLink>> slice = SliceLink::Create(io, config);
   if (!slice.ok()) return slice.status();
@@ -182,6 +186,7 @@ absl::Status RunDaemon(const DaemonConfig& config) {
   PeerRegistry peers;
   SupervisorService service(io, supervisor, info, &peers);
   service.SetTpu(config.tpu.backend, tpu->recovery.get(), tpu->checks.get());
+  service.SetIncidents(config.state_dir / "incidents");  // Bundles stay readable with capture off.
   if (*slice) service.SetSlice(&(*slice)->coordinator(), &(*slice)->etcd(), (*slice)->endpoints());
   absl::StatusOr<std::unique_ptr<ControlServer>> control = ControlServer::Start(config, service, peers);
   if (!control.ok()) return control.status();

@@ -32,6 +32,7 @@ std::vector<std::string> ChangedTopLevelKeys(const DaemonConfig& a, const Daemon
       {"tpu", !(a.tpu == b.tpu && a.tpu_reset == b.tpu_reset && a.tpu_preflight == b.tpu_preflight)},
       // Membership, the etcd client and the coordinator are built at startup.
       {"slice", a.slice != b.slice},
+      {"incidents", a.incidents != b.incidents},
   };
   std::vector<std::string> changed;
   for (const auto& [key, differs] : keys) {

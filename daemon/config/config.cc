@@ -44,12 +44,13 @@ using namespace config_internal;  // NOLINT: this file is the schema over the re
 constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",      "metrics",
                                           "jobs_dir", "jobs",      "gce_metadata", "launcher",
                                           "stop_jobs_on_exit", "socket_group", "socket_mode", "tpu",
-                                          "cgroup_root", "slice"};
+                                          "cgroup_root", "slice", "incidents"};
 constexpr absl::string_view kJobKeys[] = {"name",      "command",       "working_dir", "env",
                                           "autostart", "start_seconds", "checkpoint",  "resume_args",
                                           "restart",   "stop",          "log",         "progress",
                                           "failure_rules", "checkpoint_signal", "user", "group", "gang"};
 constexpr absl::string_view kMetricsKeys[] = {"listen"};
+constexpr absl::string_view kIncidentKeys[] = {"capture", "capture_seconds", "keep"};
 constexpr absl::string_view kCheckpointKeys[] = {"dir", "layout", "pattern"};
 constexpr absl::string_view kRestartKeys[] = {"max_restarts", "backoff_initial_seconds",
                                               "backoff_max_seconds", "backoff_jitter", "reset_after_seconds"};
@@ -321,6 +322,19 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
     if (r.ok() && !listen.empty() && !IsHostPort(listen)) {
       r.Fail(Find(*metrics, "listen").mark, "metrics.listen",
              StrCat("expected host:port (port 0 picks a free one), got \"", listen, "\""));
+    }
+  }
+  if (const auto incidents = Section(r, root, "", "incidents", kIncidentKeys)) {
+    IncidentConfig& c = config->incidents;
+    Read(r, *incidents, "incidents", "capture", &c.capture);
+    Read(r, *incidents, "incidents", "capture_seconds", &c.capture_seconds);
+    Read(r, *incidents, "incidents", "keep", &c.keep);
+    if (r.ok() && (c.capture_seconds < 1 || c.capture_seconds > 300)) {
+      r.Fail(Find(*incidents, "capture_seconds").mark, "incidents.capture_seconds",
+             StrCat("must be in 1..300, got ", c.capture_seconds));
+    }
+    if (r.ok() && (c.keep < 1 || c.keep > 10000)) {
+      r.Fail(Find(*incidents, "keep").mark, "incidents.keep", StrCat("must be in 1..10000, got ", c.keep));
     }
   }
   if (const auto gce = Section(r, root, "", "gce_metadata", kGceKeys)) {

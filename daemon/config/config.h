@@ -26,6 +26,14 @@ struct MetricsConfig {
   std::string listen = "127.0.0.1:9464";    // host:port; port 0 picks a free one. Empty: off.
 };
 
+// Incident bundles (daemon/incident/bundle.h), under state_dir/incidents.
+struct IncidentConfig {
+  bool capture = true;       // Off: no bundles at all.
+  int capture_seconds = 10;  // 1..300: how long a capture may take (and hold a hang's first stop signal).
+  int keep = 20;             // 1..10000: bundles kept per job, the oldest removed first.
+  bool operator==(const IncidentConfig&) const = default;
+};
+
 // Watching the GCE metadata server for preemption and maintenance events
 // (cloud.google.com/compute/docs/metadata/predefined-metadata-keys).
 struct GceMetadataConfig {
@@ -67,6 +75,7 @@ struct DaemonConfig {
   // The `slice:` section (daemon/core/slice_config.h): the multi-host slice
   // this tpud is a worker of. nullopt: this VM alone; gang jobs are refused.
   std::optional<SliceConfig> slice;
+  IncidentConfig incidents;
 };
 
 // Loads tpud.yaml and the job specs of its jobs_dir. Relative paths in the file

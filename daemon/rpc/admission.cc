@@ -36,6 +36,7 @@ AdmittedService::AdmittedService(SupervisorService& handlers, const PeerRegistry
   Unary("ResetTpu", &SupervisorService::ResetTpu);
   Unary("Doctor", &SupervisorService::Doctor);
   Unary("GetSlice", &SupervisorService::GetSlice);
+  Unary("GetIncident", &SupervisorService::GetIncident);
 
   coverage_ = CheckServiceCoverage(
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(kServiceName), served_);

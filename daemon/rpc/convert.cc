@@ -61,6 +61,21 @@ void ToProto(const JobSnapshot& s, v1::JobStatus* out) {
   out->set_log_dropping(s.log_dropping);
   out->set_user(s.spec.user);
   out->set_group(s.spec.group);
+  if (s.state == JobState::kStopping) {
+    v1::StopProgress* stop = out->mutable_stop();
+    const std::vector<int>& signals = s.spec.stop.signals;
+    stop->set_intent(s.stop_intent);
+    stop->set_rungs(static_cast<int>(signals.size()));
+    if (s.stop_rung >= 0 && static_cast<std::size_t>(s.stop_rung) < signals.size()) {
+      stop->set_rung(s.stop_rung + 1);
+      stop->set_signal(SignalName(signals[s.stop_rung]));
+    }
+    const std::size_t next = static_cast<std::size_t>(s.stop_rung + 1);
+    if (s.stop_next_rung && next < signals.size()) {
+      stop->set_next_signal(SignalName(signals[next]));
+      stop->set_next_in_seconds(s.stop_next_rung_in.count());
+    }
+  }
 }
 
 void ToProto(const JobEvent& e, v1::JobEvent* out) {

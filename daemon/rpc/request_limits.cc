@@ -127,4 +127,10 @@ absl::Status CheckRequest(const v1::DoctorRequest& req) {
 
 absl::Status CheckRequest(const v1::GetSliceRequest& req) { return CheckSize(req); }
 
+absl::Status CheckRequest(const v1::GetIncidentRequest& req) {
+  if (absl::Status s = CheckSize(req); !s.ok()) return s;
+  if (req.number() < 0) return absl::InvalidArgumentError(absl::StrCat("number: must be >= 0, got ", req.number()));
+  return CheckJobName("job", req.job(), true);  // It names a directory: the job-name rule keeps it inside.
+}
+
 }  // namespace tpud

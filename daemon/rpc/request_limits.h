@@ -42,5 +42,6 @@ absl::Status CheckRequest(const v1::ResetTpuRequest& req);  // backend: at most 
 absl::Status CheckRequest(const v1::DoctorRequest& req);    // job: empty or a job name.
 absl::Status CheckRequest(const v1::RemoveJobRequest& req);
 absl::Status CheckRequest(const v1::GetSliceRequest& req);
+absl::Status CheckRequest(const v1::GetIncidentRequest& req);
 
 }  // namespace tpud

@@ -105,6 +105,12 @@ class SupervisorService final {
   }
   grpc::Status GetSlice(grpc::ServerContext* ctx, const v1::GetSliceRequest* req, v1::GetSliceResponse* resp);
 
+  // Incident bundles under `dir` (state_dir/incidents). Call before serving.
+  void SetIncidents(std::filesystem::path dir) { incidents_dir_ = std::move(dir); }
+  // Reads the bundle on this gRPC thread (files, not the loop).
+  grpc::Status GetIncident(grpc::ServerContext* ctx, const v1::GetIncidentRequest* req,
+                           v1::GetIncidentResponse* resp);
+
  private:
   absl::StatusOr<JobSpec> SpecFromRequest(const v1::StartJobRequest& req) const;
   // The caller of this call; nullopt for root or when peers are not tracked.
@@ -127,6 +133,7 @@ class SupervisorService final {
   const slice::Coordinator* slice_ = nullptr;
   etcd::EtcdClient* etcd_ = nullptr;
   std::vector<std::string> etcd_endpoints_;
+  std::filesystem::path incidents_dir_;
 };
 
 }  // namespace tpud

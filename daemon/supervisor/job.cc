@@ -232,6 +232,7 @@ void Job::LaunchAttempt() {
       log_dropped_before_ += std::exchange(log_dropped_attempt_, 0);
       log_dropping_ = false;
       attempt_ = std::move(*launched);
+      attempt_env_ = launch.env;
       goodput_.OnAttemptStart(attempt_started_,
                               checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step) : std::nullopt);
       BeginAttemptWatch();
@@ -412,7 +413,10 @@ JobSnapshot Job::Snapshot() const {
   if (backoff_timer) s.backoff_until = to_wall(timer_due_);
   if (machine_.state == JobState::kStopping) {
     s.stop_rung = machine_.stop_rung;
-    if (timer_ != 0 && timer_kind_ == machine::TimerKind::kStopRung) s.stop_next_rung = to_wall(timer_due_);
+    if (timer_ != 0 && timer_kind_ == machine::TimerKind::kStopRung) {
+      s.stop_next_rung = to_wall(timer_due_);
+      s.stop_next_rung_in = std::max(Seconds(0), Seconds(timer_due_ - now));
+    }
     s.stop_intent = StopIntentName(machine_.stop);
   }
   s.reset_pending = machine_.reset_pending;

@@ -14,6 +14,7 @@
 #include "daemon/classify/classifier.h"
 #include "daemon/core/clock.h"
 #include "daemon/config/config.h"
+#include "daemon/incident/bundle.h"
 #include "daemon/launch/launcher.h"
 #include "daemon/supervisor/goodput.h"
 #include "daemon/supervisor/incident.h"
@@ -71,7 +72,8 @@ struct JobSnapshot {
   std::optional<WallTime> attempt_started;   // The current attempt's start.
   std::optional<WallTime> backoff_until;     // Backoff with a timer: when the next attempt is due.
   int stop_rung = -1;                        // Stopping: the last stop.signals index sent.
-  std::optional<WallTime> stop_next_rung;    // Stopping: when the next signal is due.
+  std::optional<WallTime> stop_next_rung;    // Stopping: when the next signal is due...
+  Seconds stop_next_rung_in{0};              // ...and how long until then.
   std::string stop_intent;                   // Stopping: "stop", "restart" or "hang".
   std::optional<FailureClass> reset_pending; // A TPU reset asked for and not finished.
   // Gang jobs: the generation of the newest attempt, the gang's newest
@@ -161,6 +163,14 @@ struct JobDeps {
   // restart backoff delay; then the checks run again. Called on the loop; must
   // not block on the network. Null: no checks.
   std::function<PreflightVerdict(const JobSpec&)> preflight;
+  // Saves an incident bundle (incident/bundle.h) off the loop and calls
+  // `done` back on the loop once it is written or has failed. Called when a
+  // hang is declared, before the first stop signal (which waits for `done`,
+  // or capture_seconds + 1 s, whichever comes first), and when a failed
+  // attempt opens an incident (not for preemptions, maintenance events or
+  // spawn failures). Null: no bundles.
+  std::function<void(incident::CaptureRequest, std::function<void()> done)> capture_incident;
+  Seconds capture_seconds{10};
 };
 
 // The decisions are the pure machine's (job_machine.h); a Job performs its
@@ -257,6 +267,11 @@ class Job final : public AttemptObserver {
   Classification ClassifyFailure(const ExitStatus& status, bool hung) const;
   void ArmHangTimer();
   void OnHangTimer();
+  // The hang's bundle: captured first, then the hang goes to the machine.
+  void CaptureHang(std::string reason);
+  void FinishHangCapture(int attempt);
+  incident::CaptureRequest BundleRequest(const std::string& trigger, const std::string& reason,
+                                         const Classification& verdict, std::int64_t number) const;
   void OnProgressEvent(bool counted);
   // Goodput: the restore marker and progress seen in output seen at `now`.
   void AccountOutput(std::string_view lines, bool counted, SteadyTime now);
@@ -297,6 +312,13 @@ class Job final : public AttemptObserver {
   std::uint64_t log_dropped_before_ = 0;  // Log bytes lost by earlier attempts.
   std::uint64_t log_dropped_attempt_ = 0; // ... and by this one.
   bool log_dropping_ = false;
+
+  // Bundles: the attempt's environment as launched, a hang waiting for its
+  // capture (its reason), and the incident number the hang's bundle took.
+  std::map<std::string, std::string> attempt_env_;
+  std::optional<std::string> hang_capture_reason_;
+  std::int64_t hang_bundle_number_ = 0;
+  std::shared_ptr<char> alive_ = std::make_shared<char>();  // Callbacks check it: the Job still exists.
 
   std::deque<Incident> incidents_;  // Newest last, bounded.
   SteadyTime incident_started_;     // Steady time of the open incident's start.

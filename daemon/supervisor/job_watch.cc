@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/core/durations.h"
+#include "daemon/process/process_tree.h"
 #include "daemon/supervisor/job.h"
 
 namespace tpud {
@@ -37,6 +38,7 @@ void Job::EndAttemptWatch() {
   hang_timer_ = 0;
   hang_deadline_.reset();
   heartbeat_watch_.reset();
+  hang_capture_reason_.reset();  // The attempt ended while its hang was captured: its exit decides.
 }
 
 // The hot path for output: a block of lines costs one pass of the rule set
@@ -80,6 +82,7 @@ void Job::OnProgressEvent(bool counted) {
 }
 
 void Job::ArmHangTimer() {
+  if (hang_capture_reason_) return;  // The hang is declared; its timer waits for the bundle.
   if (hang_timer_ != 0) deps_.clock->Cancel(hang_timer_);
   hang_timer_ = 0;
   hang_deadline_ = progress_ ? progress_->Deadline() : std::nullopt;
@@ -101,11 +104,72 @@ void Job::OnHangTimer() {
   }
   const SteadyTime since = progress_->last_progress().value_or(attempt_started_);
   const std::string what = progress_->last_progress() ? "no progress" : "no progress since start";
-  Deliver(machine::HangDetected{absl::StrCat(
+  std::string reason = absl::StrCat(
       "hang: ", what, " for ", FormatSeconds(now - since), " (timeout ",
       FormatSeconds(progress_->last_progress() ? progress_->effective_timeout()
                                                : Seconds(*deadline - attempt_started_)),
-      "); stopping the attempt to restart it")});
+      "); stopping the attempt to restart it");
+  if (deps_.capture_incident && machine_.state == JobState::kRunning) {
+    CaptureHang(std::move(reason));
+  } else {
+    Deliver(machine::HangDetected{std::move(reason)});
+  }
+}
+
+// Once the ladder's first signal is sent the evidence starts to go, so the
+// stacks are taken first; the hang reaches the machine when the bundle is
+// written, or after capture_seconds (+1 s of slack for the worker's own
+// bound) if the capture is stuck: a capture never holds the ladder longer.
+void Job::CaptureHang(std::string reason) {
+  const std::int64_t number = incidents_.empty() ? 1 : incidents_.back().id + 1;
+  incident::CaptureRequest request =
+      BundleRequest("hang", reason, ClassifyFailure(ExitStatus{}, /*hung=*/true), number);
+  request.pid = attempt_->pid();
+  if (const std::optional<ProcessIdentity> who = IdentifyProcess(request.pid)) {
+    request.pid_start_ticks = who->start_ticks;
+  }
+  SPDLOG_INFO("job {}: {}; capturing incident bundle {} first", spec_.name, reason, number);
+  hang_capture_reason_ = std::move(reason);
+  hang_bundle_number_ = number;
+  const int attempt = machine_.attempt;
+  hang_timer_ = deps_.clock->RunAfter(ToNanos(deps_.capture_seconds + Seconds(1)), [this, attempt] {
+    hang_timer_ = 0;
+    SPDLOG_WARN("job {}: incident bundle not written within capture_seconds; stopping the attempt anyway",
+                spec_.name);
+    FinishHangCapture(attempt);
+  });
+  std::weak_ptr<char> alive = alive_;
+  deps_.capture_incident(std::move(request), [this, alive, attempt] {
+    if (alive.lock()) FinishHangCapture(attempt);
+  });
+}
+
+void Job::FinishHangCapture(int attempt) {
+  if (!hang_capture_reason_ || attempt != machine_.attempt || attempt_ == nullptr) return;
+  std::string reason = *std::exchange(hang_capture_reason_, std::nullopt);
+  if (hang_timer_ != 0) deps_.clock->Cancel(hang_timer_);
+  hang_timer_ = 0;
+  Deliver(machine::HangDetected{std::move(reason)});
+}
+
+incident::CaptureRequest Job::BundleRequest(const std::string& trigger, const std::string& reason,
+                                            const Classification& verdict, std::int64_t number) const {
+  incident::CaptureRequest request;
+  request.job = spec_.name;
+  request.number = number;
+  request.attempt = machine_.attempt;
+  request.trigger = trigger;
+  request.reason = reason;
+  request.failure_class = FailureClassName(verdict.failure_class);
+  request.action = RecoveryActionName(verdict.action);
+  request.hint = verdict.hint;
+  request.deciding_line = verdict.matched_line;
+  request.rule = verdict.rule;
+  request.log_path = deps_.log_dir / (spec_.name + ".log");
+  request.env = attempt_env_;
+  request.attempt_started_monotonic =
+      std::chrono::duration_cast<std::chrono::microseconds>(attempt_started_.time_since_epoch());
+  return request;
 }
 
 // The scanner's verdict; an attempt that got the checkpoint signal is a
@@ -128,6 +192,14 @@ void Job::OpenIncident(const machine::OpenIncident& open) {
   incident_started_ = deps_.clock->Now();
   incidents_.push_back(std::move(incident));
   while (incidents_.size() > kIncidentsKept) incidents_.pop_front();
+  const Incident& opened = incidents_.back();
+  // The exit's bundle, unless a hang's bundle (with stacks) already holds
+  // this incident, or nothing is wrong (a preemption) or nothing ran.
+  const FailureClass cls = open.failure.failure_class;
+  if (deps_.capture_incident && opened.id != hang_bundle_number_ && cls != FailureClass::kPreemption &&
+      open.failure.action != RecoveryAction::kWaitAndRestart && open.exit.spawn_error.empty()) {
+    deps_.capture_incident(BundleRequest("exit", open.exit.Describe(), open.failure, opened.id), [] {});
+  }
 }
 
 void Job::CloseIncident(const std::string& outcome) {

@@ -80,6 +80,8 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
     deps.preflight = [this](const JobSpec& spec) { return deps_.preflight(spec, AttemptProcessGroups()); };
   }
   deps.resolve_run_as = ResolveRunAs;
+  deps.capture_incident = deps_.capture_incident;
+  deps.capture_seconds = deps_.capture_seconds;
   deps.log_dir = options_.log_dir;
   deps.default_working_dir = options_.state_dir;
   // A gang job learns the gang's generation from the slice, also when it was

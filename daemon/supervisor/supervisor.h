@@ -91,6 +91,9 @@ class Supervisor final : public JobListener {
     // Null: FindCheckpointAtStep and ListCompleteSteps (checkpoint.h).
     decltype(JobDeps::find_checkpoint_at_step) find_checkpoint_at_step;
     decltype(JobDeps::list_checkpoint_steps) list_checkpoint_steps;
+    // Incident bundles (JobDeps::capture_incident). Null: none.
+    decltype(JobDeps::capture_incident) capture_incident;
+    Seconds capture_seconds{10};
   };
 
   Supervisor(Deps deps, Options options);

@@ -30,10 +30,14 @@ class KeptChild {
 
 // Thread-safety: none; the test's thread only.
 struct CloudFixture {
+  // `op_delay`: seconds each API operation (stop, start, reset) takes.
+  explicit CloudFixture(const std::string& op_delay = "0.1")
+      : tpu({"--node", kTpuNode, "--op-delay", op_delay}), keep_tpu{tpu.pid()} {}
+
   MetadataEmulator metadata;
   KeptChild keep_metadata{metadata.pid()};
-  CloudTpuEmulator tpu{{"--node", kTpuNode, "--op-delay", "0.1"}};
-  KeptChild keep_tpu{tpu.pid()};
+  CloudTpuEmulator tpu;
+  KeptChild keep_tpu;
 
   // tpud.yaml's top-level keys: the api backend at the emulator; the
   // metadata watcher off, the token still from the metadata emulator; the

@@ -4,6 +4,8 @@
 // check starts a PREEMPTED node before launching the job.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "tests/integration/harness.h"
 #include "tests/integration/job_events.h"
 #include "tests/integration/tpu_cloud.h"
@@ -55,6 +57,54 @@ TEST_CASE("TPU commands: tpuctl tpu shows the node, reset-tpu resets it, doctor 
   CHECK_THAT(doctor.out, Contains("\u2717 environment  PJRT_DEVICE=CPU"));
   CHECK_THAT(doctor.out, Contains("fix: set PJRT_DEVICE=TPU in the job's env"));
   CHECK_THAT(doctor.err, Contains("1 check failed"));
+}
+
+TEST_CASE("TPU commands: reset-tpu shows each node state it waits through, one line per change when piped",
+          "[integration][tpu]") {
+  CloudFixture cloud("1.5");  // Each of stop and start takes 1.5 s: several polls see each state.
+  TempDir dir;
+  TpudProcess tpud(dir, "", cloud.DaemonYaml(dir));
+  const CommandResult reset = tpud.Tpuctl({"reset-tpu"}, Seconds(30));
+  INFO("tpuctl reset-tpu:\n" << reset.out << reset.err);
+  CHECK(reset.exit_code == 0);
+  CHECK_THAT(reset.out, Contains("TPU reset (api) done in"));
+  CHECK(reset.out.find("reset-tpu: +") == std::string::npos);  // Progress is on stderr only.
+  const std::vector<std::string> lines = Lines(reset.err);
+  std::vector<std::string> states;
+  for (const std::string& line : lines) {
+    REQUIRE(line.rfind("reset-tpu: +", 0) == 0);
+    states.push_back(line.substr(line.find(" node ") + 6));
+  }
+  const auto saw = [&](const std::string& state) {
+    return std::any_of(states.begin(), states.end(), [&](const std::string& s) { return s.rfind(state, 0) == 0; });
+  };
+  CHECK(saw("STOPPING"));
+  CHECK(saw("STARTING"));
+  for (std::size_t i = 1; i < states.size(); ++i) CHECK(states[i] != states[i - 1]);  // One line per change.
+}
+
+TEST_CASE("Stop: stop shows the ladder's rung, and --wait follows it to stopped, one line per rung",
+          "[integration][stop]") {
+  TempDir dir;
+  // Ignores SIGTERM: only the second rung (SIGKILL, 2 s later) ends it.
+  TpudProcess tpud(dir, ShellJob("stubborn", "trap '' TERM; echo up; while :; do sleep 0.1; done",
+                                 "  stop: {signals: [SIGTERM, SIGKILL], grace_seconds: 2}\n"));
+  REQUIRE(tpud.Tpuctl({"start", "stubborn"}).exit_code == 0);
+  REQUIRE(tpud.WaitForState("stubborn", "running")["state"] == "running");
+  const CommandResult stopped = tpud.Tpuctl({"stop", "stubborn", "--wait"});
+  INFO("tpuctl stop --wait:\n" << stopped.out << stopped.err);
+  CHECK(stopped.exit_code == 0);
+  CHECK_THAT(stopped.err, Contains("stopping stubborn: +0.0s sent SIGTERM (1 of 2), SIGKILL in "));
+  CHECK_THAT(stopped.out, Contains("stubborn: stopped"));
+  CHECK(tpud.Status("stubborn")["state"] == "stopped");
+
+  REQUIRE(tpud.Tpuctl({"start", "stubborn"}).exit_code == 0);
+  REQUIRE(tpud.WaitForState("stubborn", "running")["state"] == "running");
+  const CommandResult at_once = tpud.Tpuctl({"stop", "stubborn"});
+  CHECK(at_once.exit_code == 0);
+  CHECK_THAT(at_once.out, Contains("stubborn: stopping"));
+  CHECK_THAT(at_once.out, Contains("; sent SIGTERM (1 of 2), SIGKILL in "));
+  CHECK(tpud.WaitForState("stubborn", "stopped", Seconds(10))["state"] == "stopped");
 }
 
 TEST_CASE("TPU preflight: a PREEMPTED node is started before the job's first attempt",

@@ -51,7 +51,12 @@ struct Harness {
   // Who attempts run as (JobDeps::resolve_run_as); null: nobody is resolved.
   std::function<absl::StatusOr<std::optional<RunAs>>(const std::string&, const std::string&)> run_as;
 
-  explicit Harness(JobSpec spec = DefaultSpec(), bool with_tpu_reset = false) {
+  // Incident bundles the job asked for, each with the callback that reports
+  // it written. Only with `with_bundles` (JobDeps::capture_incident is then
+  // set, with capture_seconds 10).
+  std::vector<std::pair<incident::CaptureRequest, std::function<void()>>> captures;
+
+  explicit Harness(JobSpec spec = DefaultSpec(), bool with_tpu_reset = false, bool with_bundles = false) {
     JobDeps deps;
     deps.clock = &clock;
     deps.launcher = &launcher;
@@ -80,6 +85,12 @@ struct Harness {
         preflight_verdicts.pop_front();
         return verdict;
       };
+    }
+    if (with_bundles) {
+      deps.capture_incident = [this](incident::CaptureRequest request, std::function<void()> done) {
+        captures.emplace_back(std::move(request), std::move(done));
+      };
+      deps.capture_seconds = Seconds(10);
     }
     job = std::make_unique<Job>(std::move(spec), std::move(deps));
   }

@@ -404,6 +404,22 @@ TEST_CASE("Config: the repo's example config and job spec parse", "[config]") {
   CHECK_FALSE(config.stop_jobs_on_exit);
   CHECK(config.gce_metadata.enabled == "auto");
   CHECK(config.jobs.empty());
+  CHECK(config.incidents == IncidentConfig{});  // The example shows the defaults.
+  CHECK_FALSE(config.slice.has_value());
+
+  // The commented-out slice example loads once uncommented.
+  std::string with_slice = text;
+  const size_t slice_at = with_slice.find("# slice:\n");
+  REQUIRE(slice_at != std::string::npos);
+  for (size_t line = slice_at; line < with_slice.size() && with_slice.compare(line, 2, "# ") == 0;
+       line = with_slice.find('\n', line) + 1) {
+    with_slice.erase(line, 2);
+  }
+  const DaemonConfig sliced = Load(dir, with_slice);
+  REQUIRE(sliced.slice.has_value());
+  CHECK(sliced.slice->etcd.endpoints.size() == 3);
+  CHECK(sliced.slice->etcd.lease_seconds == 15);
+  CHECK_FALSE(sliced.slice->worker_id.has_value());  // auto
 
   const fs::path example = source_dir / "config/jobs.d/example.yaml.disabled";
   absl::StatusOr<JobSpec> job = ParseJobSpec(ReadText(example), example.string(), example.parent_path());
@@ -500,6 +516,26 @@ TEST_CASE("Config: bad failure rules and progress settings name file, line and k
         file + ":4: jobs[0].checkpoint_signal: unknown signal \"SIGNOPE\" (expected e.g. SIGTERM, TERM or 15)");
   CHECK(LoadError(dir, "gce_metadata: { enabled: maybe }\n") ==
         file + ":1: gce_metadata.enabled: expected auto, true or false, got \"maybe\"");
+}
+
+}  // namespace
+}  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Config incidents: bounds are checked and named, and capture can be turned off", "[config]") {
+  testing::TempDir dir;
+  const std::string file = (dir.path() / "tpud.yaml").string();
+  CHECK_THAT(LoadError(dir, "incidents: {capture_seconds: 0}\n"),
+             Catch::Contains(file + ":1: incidents.capture_seconds: must be in 1..300, got 0"));
+  CHECK_THAT(LoadError(dir, "incidents:\n  keep: 0\n"), Catch::Contains(file + ":2: incidents.keep: must be in 1..10000"));
+  CHECK_THAT(LoadError(dir, "incidents: {capture: maybe}\n"), Catch::Contains("incidents.capture"));
+  CHECK_THAT(LoadError(dir, "incidents: {stacks: true}\n"), Catch::Contains("stacks"));
+  const DaemonConfig off = Load(dir, "incidents: {capture: false, capture_seconds: 30, keep: 5}\n");
+  CHECK_FALSE(off.incidents.capture);
+  CHECK(off.incidents.capture_seconds == 30);
+  CHECK(off.incidents.keep == 5);
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+// Incident bundles: the evidence of a failed attempt, saved before it is gone.
+//
+// When tpud declares a hang it captures a bundle *before* the first stop
+// signal (the stacks show which collective or syscall the trainer was stuck
+// in); when an attempt fails it captures one after the exit (log tail,
+// verdict, environment, TPU, kernel log). A bundle is a directory:
+//
+//   DIR/JOB/N/            N: the job's incident number (tpuctl incidents)
+//     summary.json        what is below, the verdict, what could not be saved
+//     stacks.txt          `eu-stack -p PID` of every process (elfutils), hang only
+//     proc/PID/{status,wchan,stack,cmdline}   proc(5), hang only
+//     log-tail.txt        the last 200 lines of the job log
+//     env.txt             the attempt's environment, secrets redacted
+//     tpu.txt             the node's state, health, symptoms, when known
+//     dmesg.txt           kernel log records since the attempt started, when readable
+//
+// Bounded in time (CaptureOptions::capture_seconds: stacks not captured by
+// then are skipped and named in summary.json's "notes") and in size (each
+// file is capped, see kMax* below; a bundle stays under about 8 MiB).
+//
+// Thread-safety: every function is safe from any thread; Capture blocks (up
+// to capture_seconds) and must not run on the event loop.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tpud::incident {
+
+inline constexpr std::size_t kLogTailLines = 200;
+inline constexpr std::size_t kMaxLogTailBytes = 256 << 10;
+inline constexpr std::size_t kMaxStackBytesPerProcess = 1 << 20;
+inline constexpr std::size_t kMaxStackBytes = 4 << 20;
+inline constexpr std::size_t kMaxProcFileBytes = 64 << 10;
+inline constexpr std::size_t kMaxDmesgBytes = 256 << 10;
+inline constexpr std::size_t kMaxProcesses = 32;
+
+// What tpud knows of the failed attempt.
+struct CaptureRequest {
+  std::string job;
+  std::int64_t number = 0;   // The incident's number within the job (Incident::id); >= 1.
+  int attempt = 0;
+  std::string trigger;       // "hang" (processes alive) or "exit" (they are gone).
+  std::string reason;        // One line: the hang reason, or the exit ("exit code 1").
+  // The classifier's verdict: class, action, hint, and the line that decided it.
+  std::string failure_class, action, hint, deciding_line;
+  std::string rule;          // What decided it (Classification::rule).
+  // The attempt's main process; its process group and descendants are captured
+  // (trigger "hang"). 0: none alive.
+  int pid = 0;
+  std::uint64_t pid_start_ticks = 0;  // /proc/PID/stat field 22; 0: unknown.
+  std::filesystem::path log_path;
+  // The environment tpud set for the attempt (LaunchSpec::env); a live
+  // process's /proc/PID/environ is used instead when readable.
+  std::map<std::string, std::string> env;
+  // CLOCK_MONOTONIC time the attempt started (for dmesg records, which carry
+  // microseconds since boot, /dev/kmsg in the kernel's ABI docs
+  // Documentation/ABI/testing/dev-kmsg). nullopt: every record kept.
+  std::optional<std::chrono::microseconds> attempt_started_monotonic;
+  std::string tpu;           // The node as last seen, several lines; empty: unknown.
+};
+
+struct CaptureOptions {
+  std::filesystem::path dir;           // state_dir/incidents.
+  std::chrono::seconds capture_seconds{10};
+  std::string eu_stack = "eu-stack";   // Looked up in PATH.
+  std::filesystem::path kmsg = "/dev/kmsg";
+  std::filesystem::path proc = "/proc";
+  int keep = 20;                       // Bundles kept per job; older ones are removed.
+};
+
+struct CaptureResult {
+  std::filesystem::path dir;           // DIR/JOB/N.
+  std::vector<std::string> notes;      // What could not be captured, and why.
+  double seconds = 0;                  // How long the capture took.
+};
+
+// Writes the bundle for `request`. Errors (nothing usable written): the
+// directory cannot be created (the message names it). Everything else that
+// fails (eu-stack missing, /dev/kmsg unreadable, a process gone) becomes a
+// note in the result and in summary.json.
+absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const CaptureOptions& options);
+
+// `env` with the values of secret-looking names replaced by "<redacted>":
+// names containing TOKEN, SECRET, KEY, PASSWORD or CREDENTIAL, in any case.
+std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env);
+
+// The last `max_lines` lines of the file (at most `max_bytes` of its end).
+// Empty when the file cannot be read.
+std::string TailLines(const std::filesystem::path& path, std::size_t max_lines, std::size_t max_bytes);
+
+// Kernel log records (the /dev/kmsg format "PRIO,SEQ,USEC,FLAGS;TEXT") at
+// or after `since` microseconds since boot, as "[   SECONDS] TEXT" lines.
+// Continuation lines (starting with a space) are dropped.
+std::string FormatKmsgRecords(const std::vector<std::string>& records, std::optional<std::chrono::microseconds> since);
+
+// One bundle as stored.
+struct BundleFile {
+  std::string name;  // Relative to the bundle: "summary.json", "proc/123/status".
+  std::uint64_t size = 0;
+};
+struct Bundle {
+  std::string job;
+  std::int64_t number = 0;
+  std::filesystem::path dir;
+  std::string summary_json;         // summary.json as written.
+  std::vector<BundleFile> files;    // Sorted by name.
+};
+
+// The numbers of `job`'s bundles under `dir`, ascending.
+std::vector<std::int64_t> ListBundles(const std::filesystem::path& dir, const std::string& job);
+// One bundle; `number` 0 means the newest. NotFound names what is missing.
+absl::StatusOr<Bundle> ReadBundle(const std::filesystem::path& dir, const std::string& job, std::int64_t number);
+
+}  // namespace tpud::incident

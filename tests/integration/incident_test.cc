@@ -1,0 +1,113 @@
+// Incident bundles through the real binaries: a real process hung in a known
+// function is captured (its stacks name the function) before the ladder
+// stops it; a crash gets a bundle with its log tail and verdict; `tpuctl
+// incident` shows and packs them; capture can be turned off.
+#include <catch2/catch.hpp>
+
+#include "tests/integration/harness.h"
+#include "tests/integration/job_events.h"
+
+namespace tpud::testing {
+namespace {
+
+using Catch::Matchers::Contains;
+using json = nlohmann::json;
+
+const std::string kOneAttempt = "  restart: {max_restarts: 0}\n  stop: {grace_seconds: 2}\n";
+
+}  // namespace
+
+TEST_CASE("Incident bundles: a hung process's stacks show where it is stuck, captured before the first signal",
+          "[integration][incident]") {
+  TempDir dir;
+  TpudProcess tpud(dir,
+                   "- name: hangs\n"
+                   "  command: [" + YamlQuote(TPUD_BLOCKED_BIN) + "]\n"
+                   "  start_seconds: 0.2\n"
+                   "  progress: {regex: 'step=(\\d+)', startup_grace_seconds: 30, timeout_seconds: 1}\n" +
+                       kOneAttempt,
+                   "incidents: {capture_seconds: 20}\n");
+  REQUIRE(tpud.Tpuctl({"start", "hangs"}).exit_code == 0);
+  const json failed = tpud.WaitForState("hangs", "failed", Seconds(40));
+  REQUIRE(failed["state"] == "failed");
+
+  const std::filesystem::path bundle = dir / "state/incidents/hangs/1";
+  const std::string stacks = ReadFile(bundle / "stacks.txt");
+  INFO("stacks.txt:\n" << stacks << "\nsummary.json:\n" << ReadFile(bundle / "summary.json"));
+  // The process was alive and blocked when captured: the default ladder's
+  // first rung (SIGINT) kills this program at once, so stacks taken after it
+  // would be empty.
+  CHECK_THAT(stacks, Contains("tpud_test_all_reduce_wait"));
+  CHECK_THAT(stacks, Contains("pause"));
+  const json summary = json::parse(ReadFile(bundle / "summary.json"));
+  CHECK(summary["trigger"] == "hang");
+  CHECK(summary["verdict"]["class"] == "hang");
+  REQUIRE(summary["processes"].size() >= 1);
+  const int pid = summary["processes"][0]["pid"];
+  CHECK(summary["processes"][0]["comm"] == "tpud_blocked_in");  // comm is cut at 15 bytes.
+  CHECK_THAT(ReadFile(bundle / ("proc/" + std::to_string(pid) + "/status")), Contains("State:\tS (sleeping)"));
+  CHECK_THAT(ReadFile(bundle / "log-tail.txt"), Contains("step=1 loss=0.5"));
+  CHECK_THAT(ReadFile(bundle / "env.txt"), Contains("TPUD_JOB=hangs\n"));
+  // The hang's exit takes no second bundle over the first.
+  CHECK(ReadFile(bundle / "stacks.txt") == stacks);
+
+  const CommandResult shown = tpud.Tpuctl({"incident", "hangs"});
+  INFO(shown.out << shown.err);
+  CHECK(shown.exit_code == 0);
+  CHECK_THAT(shown.out, Contains("incident 1 of hangs, attempt 1 (hang)"));
+  CHECK_THAT(shown.out, Contains("verdict:    hang -> "));
+  CHECK_THAT(shown.out, Contains("pid " + std::to_string(pid) + " tpud_blocked_in state S"));
+  CHECK_THAT(shown.out, Contains("stacks.txt"));
+  CHECK_THAT(shown.out, Contains("files in " + bundle.string()));
+
+  const std::filesystem::path tar = dir / "bundle.tar";
+  const CommandResult packed = tpud.Tpuctl({"incident", "hangs", "1", "--tar", tar.string()});
+  INFO(packed.out << packed.err);
+  REQUIRE(packed.exit_code == 0);
+  CHECK_THAT(packed.out, Contains("to " + tar.string()));
+  const CommandResult listed = RunCommand({"tar", "-xOf", tar.string(), "hangs-incident-1/stacks.txt"});
+  CHECK(listed.exit_code == 0);
+  CHECK(listed.out == stacks);
+
+  const CommandResult missing = tpud.Tpuctl({"incident", "hangs", "5"});
+  CHECK(missing.exit_code != 0);
+  CHECK_THAT(missing.err, Contains("job \"hangs\" has no incident bundle 5"));
+  const CommandResult escape = tpud.Tpuctl({"incident", "../state"});
+  CHECK(escape.exit_code != 0);
+  CHECK_THAT(escape.err, Contains("must match"));
+}
+
+TEST_CASE("Incident bundles: a crash gets its log tail and verdict, and with capture off nothing is written",
+          "[integration][incident]") {
+  TempDir dir;
+  const std::string crash =
+      "echo 'loading'; echo 'F0000 00:00:1717141650.893 1 tpu_compiler.cc:10] Check failed: ok' >&2; kill -ABRT $$";
+  {
+    TpudProcess tpud(dir, ShellJob("crashes", crash, kOneAttempt), "");
+    REQUIRE(tpud.Tpuctl({"start", "crashes"}).exit_code == 0);
+    REQUIRE(tpud.WaitForState("crashes", "failed", Seconds(20))["state"] == "failed");
+    REQUIRE(WaitFor([&] { return std::filesystem::exists(dir / "state/incidents/crashes/1/summary.json"); },
+                    Seconds(15)));
+    const std::filesystem::path bundle = dir / "state/incidents/crashes/1";
+    CHECK_THAT(ReadFile(bundle / "log-tail.txt"), Contains("Check failed: ok"));
+    const json summary = json::parse(ReadFile(bundle / "summary.json"));
+    CHECK(summary["trigger"] == "exit");
+    CHECK(summary["verdict"]["class"] == "crash");
+    CHECK_THAT(summary["verdict"]["line"].get<std::string>(), Contains("Check failed: ok"));
+    CHECK_THAT(summary["reason"].get<std::string>(), Contains("SIGABRT"));
+    CHECK_FALSE(std::filesystem::exists(bundle / "stacks.txt"));
+    const CommandResult json_out = tpud.Tpuctl({"incident", "crashes", "--json"});
+    CHECK(json_out.exit_code == 0);
+    CHECK(json::parse(json_out.out)["incident"] == 1);
+  }
+  TempDir off;
+  TpudProcess tpud(off, ShellJob("crashes", crash, kOneAttempt), "incidents: {capture: false}\n");
+  REQUIRE(tpud.Tpuctl({"start", "crashes"}).exit_code == 0);
+  REQUIRE(tpud.WaitForState("crashes", "failed", Seconds(20))["state"] == "failed");
+  const CommandResult none = tpud.Tpuctl({"incident", "crashes"});
+  CHECK(none.exit_code != 0);
+  CHECK_THAT(none.err, Contains("job \"crashes\" has no incident bundle"));
+  CHECK_FALSE(std::filesystem::exists(off / "state/incidents/crashes"));
+}
+
+}  // namespace tpud::testing

@@ -1,0 +1,163 @@
+// Incident bundles on disk: what a bundle holds, redaction, the log tail,
+// kernel log records, the bounds, retention, and reading bundles back. The
+// stacks of a real hung process are tested in tests/integration/incident_test.cc.
+#include "daemon/incident/bundle.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/temp_dir.h"
+
+namespace tpud::incident {
+namespace {
+
+using testing::TempDir;
+
+CaptureRequest ExitRequest(const TempDir& dir, std::int64_t number) {
+  CaptureRequest request;
+  request.job = "digits";
+  request.number = number;
+  request.attempt = 3;
+  request.trigger = "exit";
+  request.reason = "exit code 1";
+  request.failure_class = "hbm_oom";
+  request.action = "fail";
+  request.hint = "reduce the batch size";
+  request.deciding_line = "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm.";
+  request.rule = "builtin:hbm_oom";
+  request.log_path = dir / "digits.log";
+  request.env = {{"PATH", "/usr/bin"}, {"HF_TOKEN", "hf_abc"}, {"WANDB_API_KEY", "k"}, {"db_password", "p"}};
+  request.attempt_started_monotonic = std::chrono::microseconds(5'000'000);
+  request.tpu = "state: READY\nhealth: HEALTHY\n";
+  return request;
+}
+
+CaptureOptions Options(const TempDir& dir) {
+  CaptureOptions options;
+  options.dir = dir / "incidents";
+  options.kmsg = dir / "kmsg";
+  options.eu_stack = "/nonexistent/eu-stack";
+  return options;
+}
+
+TEST_CASE("Bundle: an exit bundle holds the log tail, the verdict, the redacted env, the TPU and dmesg since start",
+          "[bundle]") {
+  TempDir dir;
+  std::string log;
+  for (int i = 1; i <= 300; ++i) log += "line " + std::to_string(i) + "\n";
+  dir.WriteFile("digits.log", log);
+  dir.WriteFile("kmsg", "6,1,1000000,-;before the attempt\n"
+                        "3,2,6000000,-;tpu_common: accel0 fatal error\n"
+                        " SUBSYSTEM=pci\n"
+                        "4,3,7500000,-;oom-kill:constraint=CONSTRAINT_NONE\n");
+  absl::StatusOr<CaptureResult> result = Capture(ExitRequest(dir, 4), Options(dir));
+  REQUIRE(result.ok());
+  CHECK(result->dir == dir / "incidents/digits/4");
+  const std::string tail = dir.Read("incidents/digits/4/log-tail.txt");
+  CHECK(tail.rfind("line 101\n", 0) == 0);  // The last 200 lines.
+  CHECK(tail.find("line 300\n") != std::string::npos);
+  CHECK(tail.find("line 100\n") == std::string::npos);
+  const std::string env = dir.Read("incidents/digits/4/env.txt");
+  CHECK(env.find("PATH=/usr/bin\n") != std::string::npos);
+  CHECK(env.find("HF_TOKEN=<redacted>\n") != std::string::npos);
+  CHECK(env.find("WANDB_API_KEY=<redacted>\n") != std::string::npos);
+  CHECK(env.find("db_password=<redacted>\n") != std::string::npos);
+  CHECK(env.find("hf_abc") == std::string::npos);
+  CHECK(dir.Read("incidents/digits/4/tpu.txt") == "state: READY\nhealth: HEALTHY\n");
+  CHECK(dir.Read("incidents/digits/4/dmesg.txt") ==
+        "[    6.000000] tpu_common: accel0 fatal error\n[    7.500000] oom-kill:constraint=CONSTRAINT_NONE\n");
+  CHECK_FALSE(std::filesystem::exists(dir / "incidents/digits/4/stacks.txt"));  // Nothing was alive.
+
+  const nlohmann::json summary = nlohmann::json::parse(dir.Read("incidents/digits/4/summary.json"));
+  CHECK(summary["job"] == "digits");
+  CHECK(summary["incident"] == 4);
+  CHECK(summary["attempt"] == 3);
+  CHECK(summary["trigger"] == "exit");
+  CHECK(summary["verdict"]["class"] == "hbm_oom");
+  CHECK(summary["verdict"]["line"] == "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm.");
+  CHECK(summary["processes"].empty());
+  CHECK(summary["notes"].empty());
+}
+
+TEST_CASE("Bundle: what cannot be captured is named in the notes, never an error", "[bundle]") {
+  TempDir dir;
+  CaptureRequest request = ExitRequest(dir, 1);
+  request.trigger = "hang";
+  request.pid = 999999999;  // No such process.
+  absl::StatusOr<CaptureResult> result = Capture(request, Options(dir));  // No log, no kmsg either.
+  REQUIRE(result.ok());
+  const nlohmann::json summary = nlohmann::json::parse(dir.Read("incidents/digits/1/summary.json"));
+  const std::string notes = summary["notes"].dump();
+  CHECK(notes.find("no process of the attempt was alive") != std::string::npos);
+  CHECK(notes.find("log tail: nothing readable in " + (dir / "digits.log").string()) != std::string::npos);
+  CHECK(notes.find("dmesg: " + (dir / "kmsg").string()) != std::string::npos);
+}
+
+TEST_CASE("Bundle: an unwritable incidents dir is an error that names it", "[bundle]") {
+  TempDir dir;
+  dir.WriteFile("incidents", "a file, not a directory");
+  absl::StatusOr<CaptureResult> result = Capture(ExitRequest(dir, 1), Options(dir));
+  REQUIRE_FALSE(result.ok());
+  CHECK(std::string(result.status().message()).find((dir / "incidents/digits/1").string()) != std::string::npos);
+}
+
+TEST_CASE("Bundle: the newest `keep` bundles of a job are kept, other jobs' untouched", "[bundle]") {
+  TempDir dir;
+  CaptureOptions options = Options(dir);
+  options.keep = 3;
+  dir.WriteFile("incidents/other/1/summary.json", "{}");
+  for (int n = 1; n <= 5; ++n) REQUIRE(Capture(ExitRequest(dir, n), options).ok());
+  CHECK(ListBundles(options.dir, "digits") == std::vector<std::int64_t>{3, 4, 5});
+  CHECK(ListBundles(options.dir, "other") == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("Bundle: ReadBundle finds the newest or a numbered bundle and lists its files", "[bundle]") {
+  TempDir dir;
+  const CaptureOptions options = Options(dir);
+  dir.WriteFile("digits.log", "hello\n");
+  REQUIRE(Capture(ExitRequest(dir, 2), options).ok());
+  REQUIRE(Capture(ExitRequest(dir, 7), options).ok());
+  absl::StatusOr<Bundle> newest = ReadBundle(options.dir, "digits", 0);
+  REQUIRE(newest.ok());
+  CHECK(newest->number == 7);
+  CHECK(nlohmann::json::parse(newest->summary_json)["incident"] == 7);
+  std::vector<std::string> names;
+  for (const BundleFile& file : newest->files) names.push_back(file.name);
+  CHECK(names == std::vector<std::string>{"env.txt", "log-tail.txt", "summary.json", "tpu.txt"});
+  CHECK(ReadBundle(options.dir, "digits", 2)->number == 2);
+  CHECK(ReadBundle(options.dir, "digits", 3).status().message() == "job \"digits\" has no incident bundle 3");
+  CHECK(ReadBundle(options.dir, "nope", 0).status().message() == "job \"nope\" has no incident bundle");
+}
+
+TEST_CASE("Bundle: the log tail reads only the end of a large log", "[bundle]") {
+  TempDir dir;
+  std::string log(3 << 20, 'x');
+  log += "\nlast words\n";
+  dir.WriteFile("big.log", log);
+  const std::string tail = TailLines(dir / "big.log", 200, kMaxLogTailBytes);
+  CHECK(tail.size() <= kMaxLogTailBytes);
+  CHECK(tail == "last words\n");  // The cut first line is dropped, not half-kept.
+  CHECK(TailLines(dir / "missing.log", 200, kMaxLogTailBytes).empty());
+  dir.WriteFile("short.log", "a\nb");
+  CHECK(TailLines(dir / "short.log", 1, 1000) == "b\n");
+}
+
+TEST_CASE("Bundle: kmsg records are filtered by time and malformed ones skipped", "[bundle]") {
+  const std::vector<std::string> records = {"6,1,100,-;early", "garbage", "6,2,x,-;bad time", "4,3,2500000,c;late",
+                                            " CONT=1"};
+  CHECK(FormatKmsgRecords(records, std::chrono::microseconds(200)) == "[    2.500000] late\n");
+  CHECK(FormatKmsgRecords(records, std::nullopt) == "[    0.000100] early\n[    2.500000] late\n");
+}
+
+TEST_CASE("Bundle: secret-looking names are redacted whatever their case", "[bundle]") {
+  const auto redacted = RedactEnv({{"GITHUB_TOKEN", "t"}, {"aws_secret_access_key", "s"}, {"GOOGLE_APPLICATION_CREDENTIALS", "/k.json"},
+                                   {"HOME", "/root"}, {"MONKEY", "m"}});
+  CHECK(redacted.at("GITHUB_TOKEN") == "<redacted>");
+  CHECK(redacted.at("aws_secret_access_key") == "<redacted>");
+  CHECK(redacted.at("GOOGLE_APPLICATION_CREDENTIALS") == "<redacted>");
+  CHECK(redacted.at("HOME") == "/root");
+  CHECK(redacted.at("MONKEY") == "<redacted>");  // "KEY" inside a name: redacted rather than leaked.
+}
+
+}  // namespace
+}  // namespace tpud::incident
