@@ -314,10 +314,12 @@ class Job final : public AttemptObserver {
   bool log_dropping_ = false;
 
   // Bundles: the attempt's environment as launched, a hang waiting for its
-  // capture (its reason), and the incident number the hang's bundle took.
+  // capture (its reason), and the incident number and attempt the hang's
+  // bundle took.
   std::map<std::string, std::string> attempt_env_;
   std::optional<std::string> hang_capture_reason_;
   std::int64_t hang_bundle_number_ = 0;
+  int hang_bundle_attempt_ = 0;
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // Callbacks check it: the Job still exists.
 
   std::deque<Incident> incidents_;  // Newest last, bounded.

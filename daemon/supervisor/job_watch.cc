@@ -131,6 +131,7 @@ void Job::CaptureHang(std::string reason) {
   SPDLOG_INFO("job {}: {}; capturing incident bundle {} first", spec_.name, reason, number);
   hang_capture_reason_ = std::move(reason);
   hang_bundle_number_ = number;
+  hang_bundle_attempt_ = machine_.attempt;
   const int attempt = machine_.attempt;
   hang_timer_ = deps_.clock->RunAfter(ToNanos(deps_.capture_seconds + Seconds(1)), [this, attempt] {
     hang_timer_ = 0;
@@ -193,10 +194,13 @@ void Job::OpenIncident(const machine::OpenIncident& open) {
   incidents_.push_back(std::move(incident));
   while (incidents_.size() > kIncidentsKept) incidents_.pop_front();
   const Incident& opened = incidents_.back();
-  // The exit's bundle, unless a hang's bundle (with stacks) already holds
-  // this incident, or nothing is wrong (a preemption) or nothing ran.
+  // The exit's bundle, unless this attempt's hang bundle (with stacks)
+  // already holds this incident, or nothing is wrong (a preemption) or
+  // nothing ran. (A hang capture a person's stop overtook left a bundle for
+  // a number no incident took: the next failure's bundle replaces it.)
   const FailureClass cls = open.failure.failure_class;
-  if (deps_.capture_incident && opened.id != hang_bundle_number_ && cls != FailureClass::kPreemption &&
+  const bool hang_bundled = opened.id == hang_bundle_number_ && opened.attempt == hang_bundle_attempt_;
+  if (deps_.capture_incident && !hang_bundled && cls != FailureClass::kPreemption &&
       open.failure.action != RecoveryAction::kWaitAndRestart && open.exit.spawn_error.empty()) {
     deps_.capture_incident(BundleRequest("exit", open.exit.Describe(), open.failure, opened.id), [] {});
   }

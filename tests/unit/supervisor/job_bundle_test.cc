@@ -126,3 +126,30 @@ TEST_CASE("Job bundles: a Job removed while its hang is captured ignores the lat
 
 }  // namespace
 }  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Job bundles: a person's stop overtakes a hang capture, and the next failure gets its own bundle",
+          "[job][bundle]") {
+  testing::Harness h(Hanging(), false, true);
+  REQUIRE(h.job->Start("test").ok());
+  h.clock.AdvanceSeconds(30);
+  REQUIRE(h.captures.size() == 1);
+  REQUIRE(h.job->Stop("by hand").ok());  // The person's stop wins; the hang is never declared.
+  CHECK(h.launcher.last().signals == std::vector<int>{SIGINT});
+  h.launcher.Exit(130);
+  h.captures[0].second();
+  CHECK(h.job->state() == JobState::kStopped);
+  CHECK_FALSE(h.job->Snapshot().last_incident.has_value());
+
+  REQUIRE(h.job->Start("test").ok());
+  h.launcher.Kill(SIGSEGV);
+  REQUIRE(h.captures.size() == 2);
+  CHECK(h.captures[1].first.number == 1);  // The number the overtaken capture had used...
+  CHECK(h.captures[1].first.trigger == "exit");  // ...now this crash's bundle.
+  CHECK(h.captures[1].first.attempt == 2);
+}
+
+}  // namespace
+}  // namespace tpud
