@@ -125,11 +125,26 @@ TEST_CASE("etcd watch: compaction past a disconnected watcher's revision reports
   REQUIRE(writer->Put("/tpud/a", "2").ok());
   const int64_t last = *writer->Put("/tpud/b", "3");
   REQUIRE(writer->Compact(last).ok());
-  // etcd serves clients only once it has applied the log up to its restart
-  // (etcdserver ReadyNotify), so w knows of the compaction by then.
   cluster.Restart(w);
 
-  REQUIRE(log.WaitForKind(WatchUpdate::kCompacted));
+  // The watcher resumes from revision 3 as soon as w serves clients. If w
+  // has applied the compaction by then, the watch is cancelled as compacted;
+  // if the watch reached w first (w still replaying the log it missed, which
+  // CI under ASan showed), w delivers revisions 3 and 4 as it applies them.
+  // Both keep etcd's contract, and both are checked: nothing lost, nothing twice.
+  REQUIRE(WaitUntil([&] { return log.WaitForKind(WatchUpdate::kCompacted, 0ms) || log.events().size() >= 3; },
+                    15000ms));
+  if (log.events().size() >= 3) {
+    const std::vector<WatchEvent> events = log.events();
+    REQUIRE(events.size() == 3);
+    CheckOrderedWithoutDuplicates(events);
+    CHECK(events[1].kv.value == "2");
+    CHECK(events[2].kv.value == "3");
+    CHECK((*watcher)->running());
+    REQUIRE(writer->Put("/tpud/c", "4").ok());
+    CHECK(log.WaitForEvents(4));
+    return;
+  }
   const WatchUpdate compacted = log.updates().back();
   CHECK(compacted.kind == WatchUpdate::kCompacted);
   CHECK(compacted.compact_revision == last);
