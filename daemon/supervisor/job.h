@@ -166,7 +166,7 @@ struct JobDeps {
   // Saves an incident bundle (incident/bundle.h) off the loop and calls
   // `done` back on the loop once it is written or has failed. Called when a
   // hang is declared, before the first stop signal (which waits for `done`,
-  // or capture_seconds + 1 s, whichever comes first), and when a failed
+  // or capture_seconds, whichever comes first), and when a failed
   // attempt opens an incident (not for preemptions, maintenance events or
   // spawn failures). Null: no bundles.
   std::function<void(incident::CaptureRequest, std::function<void()> done)> capture_incident;

@@ -118,8 +118,8 @@ void Job::OnHangTimer() {
 
 // Once the ladder's first signal is sent the evidence starts to go, so the
 // stacks are taken first; the hang reaches the machine when the bundle is
-// written, or after capture_seconds (+1 s of slack for the worker's own
-// bound) if the capture is stuck: a capture never holds the ladder longer.
+// written, or after capture_seconds if the capture is stuck (the worker
+// stops eu-stack at the same bound): a capture never holds the ladder longer.
 void Job::CaptureHang(std::string reason) {
   const std::int64_t number = incidents_.empty() ? 1 : incidents_.back().id + 1;
   incident::CaptureRequest request =
@@ -133,7 +133,7 @@ void Job::CaptureHang(std::string reason) {
   hang_bundle_number_ = number;
   hang_bundle_attempt_ = machine_.attempt;
   const int attempt = machine_.attempt;
-  hang_timer_ = deps_.clock->RunAfter(ToNanos(deps_.capture_seconds + Seconds(1)), [this, attempt] {
+  hang_timer_ = deps_.clock->RunAfter(ToNanos(deps_.capture_seconds), [this, attempt] {
     hang_timer_ = 0;
     SPDLOG_WARN("job {}: incident bundle not written within capture_seconds; stopping the attempt anyway",
                 spec_.name);
