@@ -592,7 +592,12 @@ void Coordinator::Lead() {
     LeaderStep step = Decide(record, members, gang.reports, options_.num_workers, options_.reset, uniform(random_), now);
     {
       std::lock_guard<std::mutex> lock(view_mu_);
-      gangs_[job].waiting_for = step.waiting_for;
+      std::string& waiting_for = gangs_[job].waiting_for;
+      if (step.report_timed_out && waiting_for != step.waiting_for) {
+        SPDLOG_WARN("slice {}: job {}: generation {}: waiting for {}", options_.slice, job,
+                    record.commit.generation, step.waiting_for);
+      }
+      waiting_for = step.waiting_for;
     }
     if (step.kind == LeaderStep::kWait) continue;
     if (step.kind == LeaderStep::kResetSlice) {

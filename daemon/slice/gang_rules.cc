@@ -94,7 +94,8 @@ LeaderStep Decide(const GenerationRecord& record, const std::set<int>& members,
   LeaderStep step;
   if (record.commit.phase != GangPhase::kStopping) return step;
   const std::int64_t generation = record.commit.generation;
-  std::vector<std::string> lost, silent;
+  std::vector<std::string> lost, silent, silent_lost;
+  const bool report_timed_out = record.stopping_unix_ms > 0 && now_unix_ms - record.stopping_unix_ms >= kReportTimeoutMs;
   std::vector<GangReport> held;
   for (int worker = 0; worker < num_workers; ++worker) {
     const auto report = reports.find(worker);
@@ -102,13 +103,18 @@ LeaderStep Decide(const GenerationRecord& record, const std::set<int>& members,
     if (members.count(worker) == 0) {
       lost.push_back(absl::StrCat(worker));
     } else if (!reported) {
-      silent.push_back(absl::StrCat(worker));
+      (report_timed_out ? silent_lost : silent).push_back(absl::StrCat(worker));
     }
     if (reported) held.push_back(report->second);
   }
-  if (!lost.empty() || !silent.empty()) {
+  if (!lost.empty() || !silent.empty() || !silent_lost.empty()) {
     std::vector<std::string> parts;
     if (!silent.empty()) parts.push_back(absl::StrCat(absl::StrJoin(silent, ", "), " to report"));
+    if (!silent_lost.empty()) {
+      parts.push_back(absl::StrCat(absl::StrJoin(silent_lost, ", "), " lost (no report in ", kReportTimeoutMs / 1000,
+                                   " s)"));
+      step.report_timed_out = true;
+    }
     if (!lost.empty()) parts.push_back(absl::StrCat(absl::StrJoin(lost, ", "), " to come back"));
     step.waiting_for = absl::StrCat("workers ", absl::StrJoin(parts, "; workers "));
     return step;

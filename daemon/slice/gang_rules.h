@@ -39,6 +39,14 @@ std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationReco
 // phase: a stopping gang waits for the worker anyway.
 std::optional<GenerationRecord> LoseWorker(const GenerationRecord& current, int worker, std::int64_t now_unix_ms);
 
+// How long the leader waits for a member's report of its stopped attempt
+// before it counts the worker lost: a stop ladder ends in SIGKILL well within
+// this, so a member still silent holds its lease but does not act (its tpud
+// wedged, its clock or network odd). The gang waits for it all the same, as
+// for any lost worker (it cannot start without every worker); what changes is
+// that waiting_for says so, and the leader logs it.
+inline constexpr std::int64_t kReportTimeoutMs = 300'000;
+
 // What the leader does with a kStopping generation.
 struct LeaderStep {
   enum Kind {
@@ -47,7 +55,8 @@ struct LeaderStep {
     kCommit,      // Write `next` (kStarting or kFailed) after `delay`.
   };
   Kind kind = kWait;
-  std::string waiting_for;       // kWait: e.g. "workers 1, 3 (not reported), 2 (lost)".
+  std::string waiting_for;       // kWait: e.g. "workers 1 to report; workers 2 lost (no report in 300 s)".
+  bool report_timed_out = false; // kWait: some member has been silent past kReportTimeoutMs.
   GenerationRecord next;         // kResetSlice, kCommit.
   Seconds delay{0};              // kCommit to kStarting: the gang's restart backoff.
 };

@@ -141,6 +141,21 @@ TEST_CASE("Gang leader: waits for every worker, then starts all from the newest 
     CHECK(step.kind == LeaderStep::kWait);
     CHECK(step.waiting_for == "workers 2 to report");
   }
+  SECTION("a member silent past the report timeout is counted lost, and the gang still waits for it") {
+    REQUIRE(stopping.stopping_unix_ms == kNow);
+    const std::map<int, GangReport> reports = Reports(4, {{10, 20}, {10, 20}});
+    const LeaderStep before = Decide(stopping, kAll, reports, 3, SliceReset::kNone, 0.5, kNow + kReportTimeoutMs - 1);
+    CHECK(before.waiting_for == "workers 2 to report");
+    CHECK_FALSE(before.report_timed_out);
+    const LeaderStep after = Decide(stopping, kAll, reports, 3, SliceReset::kNone, 0.5, kNow + kReportTimeoutMs);
+    CHECK(after.kind == LeaderStep::kWait);
+    CHECK(after.waiting_for == "workers 2 lost (no report in 300 s)");
+    CHECK(after.report_timed_out);
+    // Its late report is as good as any: the gang starts.
+    CHECK(Decide(stopping, kAll, Reports(4, {{10, 20}, {10, 20}, {20}}), 3, SliceReset::kNone, 0.5,
+                 kNow + kReportTimeoutMs + 1)
+              .kind == LeaderStep::kCommit);
+  }
   SECTION("a report of an older generation does not count") {
     std::map<int, GangReport> reports = Reports(4, {{10}, {10}, {10}});
     reports[2].generation = 3;
