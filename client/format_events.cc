@@ -44,6 +44,7 @@ std::string FormatEventLine(const JobEvent& event) {
   std::string line = FormatUtcTime(event.time_unix_ms()) + " " + event.job() + " " +
                      StateName(event.from()) + " -> " + StateName(event.to()) +
                      " attempt=" + std::to_string(event.attempt());
+  if (event.has_worker()) line += " worker=" + std::to_string(event.worker());
   if (event.checkpoint().found() && event.checkpoint().step() >= 0) {
     line += " step=" + std::to_string(event.checkpoint().step());
   }
@@ -62,6 +63,7 @@ std::string EventJson(const JobEvent& event) {
       {"from", StateName(event.from())},
       {"to", StateName(event.to())},
       {"attempt", event.attempt()},
+      {"worker", event.has_worker() ? Json(event.worker()) : Json(nullptr)},
       {"reason", event.reason()},
       {"exit", event.exit().exited() ? internal::ExitJson(event.exit()) : Json(nullptr)},
       {"checkpoint",

@@ -15,6 +15,36 @@ namespace {
 
 constexpr auto kStatusInterval = std::chrono::seconds(1);
 
+// This worker's newest transitions of `job`, as the other workers show them.
+slice::WorkerEvents WorkerEventsOf(const Supervisor& supervisor, const std::string& job, int worker) {
+  slice::WorkerEvents out;
+  out.worker = worker;
+  for (const NumberedEvent& numbered : supervisor.EventHistory(job, 2 * slice::WorkerEvents::kMaxWorkerEvents)) {
+    const auto* event = std::get_if<JobEvent>(&numbered.event);
+    if (event == nullptr) continue;  // Incidents stay on their worker (`tpuctl incident` there).
+    slice::GangEvent gang_event;
+    gang_event.sequence = numbered.sequence;
+    gang_event.time_unix_ms = ToUnixMillis(event->time);
+    gang_event.from = JobStateName(event->from);
+    gang_event.to = JobStateName(event->to);
+    gang_event.reason = event->reason;
+    gang_event.attempt = event->attempt;
+    if (event->checkpoint && event->checkpoint->step >= 0) gang_event.step = event->checkpoint->step;
+    if (event->exit) {
+      gang_event.exit_code = event->exit->code;
+      gang_event.exit_signal = event->exit->signal;
+      gang_event.core_dumped = event->exit->core_dumped;
+      gang_event.spawn_error = event->exit->spawn_error;
+    }
+    out.events.push_back(std::move(gang_event));
+  }
+  if (out.events.size() > slice::WorkerEvents::kMaxWorkerEvents) {
+    out.events.erase(out.events.begin(),
+                     out.events.end() - static_cast<std::ptrdiff_t>(slice::WorkerEvents::kMaxWorkerEvents));
+  }
+  return out;
+}
+
 std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "";
@@ -159,6 +189,7 @@ void SliceLink::PublishStatuses() {
     status.last_step = job.last_step;
     status.state_since_unix_ms = ToUnixMillis(job.state_since);
     coordinator_->PublishStatus(job.name, status);
+    coordinator_->PublishEvents(job.name, WorkerEventsOf(*supervisor_, job.name, identity_.worker_id));
   }
   timer_.expires_after(kStatusInterval);
   timer_.async_wait([this](const boost::system::error_code& ec) {

@@ -2,7 +2,8 @@
 // this worker is, connects to etcd, and runs the slice coordinator
 // (daemon/slice/coordinator.h) as Supervisor::Deps::gang. Commits and gang
 // specs from the slice reach the supervisor on the loop; this worker's state
-// of each gang job is published every second for `tpuctl status` elsewhere.
+// of each gang job, and its newest state changes, are published every second
+// for `tpuctl status` and `tpuctl events` elsewhere.
 //
 // Thread-safety: Start, Stop and PublishStatuses run on the daemon's loop
 // thread; the coordinator has its own thread.

@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/core/run_on_loop.h"
 #include "daemon/core/text.h"
@@ -18,6 +23,10 @@ constexpr int kDefaultTailLines = 10;
 // One TailLogs message: far below gRPC's 4 MiB default receive limit, so a
 // large tail (100,000 lines) arrives as several messages, never as one too big.
 constexpr std::size_t kTailChunkBytes = 1 << 20;
+
+std::int64_t TimeOf(const v1::WatchEventsResponse& resp) {
+  return resp.has_event() ? resp.event().time_unix_ms() : resp.incident().time_unix_ms();
+}
 
 }  // namespace
 
@@ -143,28 +152,63 @@ grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::
   const std::string job = req->job();
   absl::StatusOr<FollowSlots::Slot> slot = req->follow() ? FollowSlot(ctx) : FollowSlots::Slot();
   if (!slot.ok()) return ToGrpcStatus(slot.status());
+  struct Start {
+    absl::StatusOr<std::vector<NumberedEvent>> history;
+    std::shared_ptr<FanoutQueue<NumberedEvent>> queue;
+    std::set<std::string> gangs;  // Gang jobs here: their events name this worker, and merge the others'.
+  };
   // Subscribe and read the history in one turn of the loop: no event is lost or repeated.
-  auto [history, queue] = RunOnLoop(io_, [&]() -> std::pair<absl::StatusOr<std::vector<NumberedEvent>>,
-                                                            std::shared_ptr<FanoutQueue<NumberedEvent>>> {
+  Start start = RunOnLoop(io_, [&]() -> Start {
     if (!job.empty() && !supervisor_.HasJob(job)) {
-      return {absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(job), "\"")), nullptr};
+      return {absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(job), "\"")), nullptr, {}};
     }
-    auto q = req->follow() ? supervisor_.events().Subscribe(job, 100000) : nullptr;
-    return {supervisor_.EventHistory(job, static_cast<std::size_t>(std::max(0, req->history()))), q};
+    Start out;
+    for (const JobSnapshot& snapshot : supervisor_.List()) {
+      if (snapshot.spec.gang && (job.empty() || snapshot.name == job)) out.gangs.insert(snapshot.name);
+    }
+    out.queue = req->follow() ? supervisor_.events().Subscribe(job, 100000) : nullptr;
+    out.history = supervisor_.EventHistory(job, static_cast<std::size_t>(std::max(0, req->history())));
+    return out;
   });
-  if (!history.ok()) return ToGrpcStatus(history.status());
-  v1::WatchEventsResponse resp;
-  for (const NumberedEvent& event : *history) {
-    resp.Clear();
+  if (!start.history.ok()) return ToGrpcStatus(start.history.status());
+  const int worker = start.gangs.empty() ? -1 : SliceWorker().value_or(-1);  // -1: no gang here.
+  auto convert = [&](const NumberedEvent& event) {
+    v1::WatchEventsResponse resp;
     ToProto(event, &resp);
+    if (worker >= 0 && resp.has_event() && start.gangs.count(resp.event().job()) != 0) {
+      resp.mutable_event()->set_worker(worker);
+    }
+    return resp;
+  };
+  std::vector<v1::WatchEventsResponse> history;
+  for (const NumberedEvent& event : *start.history) history.push_back(convert(event));
+  std::map<int, std::int64_t> peers_seen;  // Per other worker: the newest sequence sent.
+  if (worker >= 0) {
+    // The other workers' events go between this worker's, by time; the
+    // requested history counts them all.
+    std::vector<v1::WatchEventsResponse> peers = PeerEvents(job, peers_seen);
+    std::vector<v1::WatchEventsResponse> merged;
+    std::merge(std::make_move_iterator(history.begin()), std::make_move_iterator(history.end()),
+               std::make_move_iterator(peers.begin()), std::make_move_iterator(peers.end()),
+               std::back_inserter(merged), [](const v1::WatchEventsResponse& a, const v1::WatchEventsResponse& b) {
+                 return TimeOf(a) < TimeOf(b);
+               });
+    const std::size_t keep = req->history() > 0 ? static_cast<std::size_t>(req->history()) : merged.size();
+    if (merged.size() > keep) merged.erase(merged.begin(), merged.end() - static_cast<std::ptrdiff_t>(keep));
+    history = std::move(merged);
+  }
+  for (const v1::WatchEventsResponse& resp : history) {
     if (!writer->Write(resp)) return grpc::Status::OK;
   }
-  while (queue && !ctx->IsCancelled() && !queue->closed()) {
-    std::optional<NumberedEvent> event = queue->Pop(kStreamPoll);
-    if (!event) continue;
-    resp.Clear();
-    ToProto(*event, &resp);
-    if (!writer->Write(resp)) break;
+  while (start.queue && !ctx->IsCancelled() && !start.queue->closed()) {
+    std::optional<NumberedEvent> event = start.queue->Pop(kStreamPoll);
+    if (event && !writer->Write(convert(*event))) break;
+    if (worker < 0) continue;
+    bool written = true;
+    for (const v1::WatchEventsResponse& resp : PeerEvents(job, peers_seen)) {
+      if (!(written = writer->Write(resp))) break;
+    }
+    if (!written) break;
   }
   return grpc::Status::OK;
 }

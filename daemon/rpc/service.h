@@ -128,6 +128,12 @@ class SupervisorService final {
   const TpuPreflight* tpu_checks_ = nullptr;
   // A gang job's status gets the whole gang (GangStatus) from the slice.
   void AddGang(v1::JobStatus* job) const;
+  // The other workers' events of gang `job` (every gang when empty) that
+  // `seen` (worker -> newest sequence sent) does not have yet, oldest first;
+  // updates `seen`.
+  std::vector<v1::WatchEventsResponse> PeerEvents(const std::string& job, std::map<int, std::int64_t>& seen) const;
+  // This worker's id in the slice; nullopt without one.
+  std::optional<int> SliceWorker() const;
   // Doctor's slice checks: etcd reachable, every worker a member.
   void AddSliceChecks(v1::DoctorResponse* resp) const;
   const slice::Coordinator* slice_ = nullptr;

@@ -1,6 +1,7 @@
 // The slice RPC of SupervisorService (GetSlice) and the gang part of a gang
 // job's status. Thin: reads the coordinator's view (daemon/slice/coordinator.h)
 // and converts; etcd endpoint health is asked on this gRPC thread.
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,55 @@ void SupervisorService::AddGang(v1::JobStatus* job) const {
   for (const slice::SliceView::Gang& gang : view.gangs) {
     if (gang.job == job->name()) ToProto(view, gang, job->mutable_gang());
   }
+}
+
+std::optional<int> SupervisorService::SliceWorker() const {
+  if (slice_ == nullptr) return std::nullopt;
+  return slice_->View().worker_id;
+}
+
+std::vector<v1::WatchEventsResponse> SupervisorService::PeerEvents(const std::string& job,
+                                                                   std::map<int, std::int64_t>& seen) const {
+  std::vector<v1::WatchEventsResponse> out;
+  if (slice_ == nullptr) return out;
+  const slice::SliceView view = slice_->View();
+  for (const slice::SliceView::Gang& gang : view.gangs) {
+    if (!job.empty() && gang.job != job) continue;
+    for (const auto& [worker, events] : gang.events) {
+      if (worker == view.worker_id) continue;  // This worker's own come from its supervisor.
+      std::int64_t& newest = seen[worker];
+      for (const slice::GangEvent& e : events.events) {
+        if (e.sequence <= newest) continue;
+        v1::JobEvent* event = out.emplace_back().mutable_event();
+        event->set_sequence(e.sequence);
+        event->set_time_unix_ms(e.time_unix_ms);
+        event->set_job(gang.job);
+        event->set_from(JobStateFromName(e.from));
+        event->set_to(JobStateFromName(e.to));
+        event->set_reason(e.reason);
+        event->set_attempt(e.attempt);
+        event->set_worker(worker);
+        if (e.to == JobStateName(JobState::kStarting)) {
+          // The step only: the checkpoint's path is the other worker's.
+          ToProto(e.step ? std::optional<CheckpointRef>(CheckpointRef{{}, *e.step}) : std::nullopt,
+                  event->mutable_checkpoint());
+        }
+        if (e.exit_code) {
+          ExitStatus exit;
+          exit.code = *e.exit_code;
+          exit.signal = e.exit_signal;
+          exit.core_dumped = e.core_dumped;
+          exit.spawn_error = e.spawn_error;
+          ToProto(exit, event->mutable_exit());
+        }
+      }
+      if (!events.events.empty()) newest = std::max(newest, events.events.back().sequence);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const v1::WatchEventsResponse& a, const v1::WatchEventsResponse& b) {
+    return a.event().time_unix_ms() < b.event().time_unix_ms();
+  });
+  return out;
 }
 
 void SupervisorService::AddSliceChecks(v1::DoctorResponse* resp) const {

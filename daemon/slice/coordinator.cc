@@ -12,6 +12,18 @@
 namespace tpud::slice {
 namespace {
 
+// Keeps `value` as the job's value to write, unless it is what was written last.
+template <typename T>
+void Latest(std::map<std::string, T>& pending, const std::map<std::string, T>& written, const std::string& job,
+            T value) {
+  const auto last = written.find(job);
+  if (last == written.end() || !(last->second == value)) {
+    pending[job] = std::move(value);
+  } else {
+    pending.erase(job);
+  }
+}
+
 using etcd::Compare;
 using etcd::TxnOp;
 
@@ -84,6 +96,13 @@ void Coordinator::PublishStatus(const std::string& job, const WorkerJobStatus& s
   Enqueue(std::move(input));
 }
 
+void Coordinator::PublishEvents(const std::string& job, const WorkerEvents& events) {
+  Input input(Input::kEvents);
+  input.job = job;
+  input.events = events;
+  Enqueue(std::move(input));
+}
+
 SliceView Coordinator::View() const {
   std::lock_guard<std::mutex> lock(view_mu_);
   SliceView view;
@@ -96,7 +115,8 @@ SliceView Coordinator::View() const {
   view.members = members_;
   view.gang_restarts = gang_restarts_;
   for (const auto& [job, gang] : gangs_) {
-    view.gangs.push_back(SliceView::Gang{job, gang.record, gang.reports, gang.statuses, gang.waiting_for});
+    view.gangs.push_back(
+        SliceView::Gang{job, gang.record, gang.reports, gang.statuses, gang.waiting_for, gang.events});
   }
   return view;
 }
@@ -243,9 +263,11 @@ bool Coordinator::Load() {
       gang.record_mod_revision = 0;
       gang.reports.clear();
       gang.statuses.clear();
+      gang.events.clear();
     }
   }
   statuses_written_.clear();  // Written again: etcd may have lost them.
+  events_written_.clear();
   for (const etcd::KeyValue& kv : all->kvs) ApplyPut(kv);
   etcd::WatchOptions watch;
   watch.key = keys_.root;
@@ -285,15 +307,12 @@ void Coordinator::Drain(std::deque<Input>& inputs) {
       case Input::kPublish:
         specs_[input.job] = std::move(input.spec_yaml);
         break;
-      case Input::kStatus: {
-        const auto written = statuses_written_.find(input.job);
-        if (written == statuses_written_.end() || !(written->second == input.status)) {
-          statuses_[input.job] = input.status;
-        } else {
-          statuses_.erase(input.job);
-        }
+      case Input::kStatus:
+        Latest(statuses_, statuses_written_, input.job, std::move(input.status));
         break;
-      }
+      case Input::kEvents:
+        Latest(events_, events_written_, input.job, std::move(input.events));
+        break;
       case Input::kLeaseLost:
         if (keepalive_) keepalive_->Stop();
         break;
@@ -355,6 +374,9 @@ void Coordinator::ApplyPut(const etcd::KeyValue& kv) {
   } else if (what.rfind("status/", 0) == 0) {
     absl::StatusOr<WorkerJobStatus> status = DecodeStatus(kv.value);
     if (status.ok()) gang.statuses[status->worker] = *status;
+  } else if (what.rfind("events/", 0) == 0) {
+    absl::StatusOr<WorkerEvents> events = DecodeEvents(kv.value);
+    if (events.ok()) gang.events[events->worker] = *std::move(events);
   }
 }
 
@@ -381,6 +403,7 @@ void Coordinator::ApplyDelete(const etcd::KeyValue& kv) {
   int worker = -1;
   if (what.rfind("reports/", 0) == 0 && absl::SimpleAtoi(what.substr(8), &worker)) gang.reports.erase(worker);
   if (what.rfind("status/", 0) == 0 && absl::SimpleAtoi(what.substr(7), &worker)) gang.statuses.erase(worker);
+  if (what.rfind("events/", 0) == 0 && absl::SimpleAtoi(what.substr(7), &worker)) gang.events.erase(worker);
 }
 
 // Posts new specs, then new commits, to the loop.
@@ -424,19 +447,25 @@ bool Coordinator::FlushSpecs() {
   return true;
 }
 
-bool Coordinator::FlushStatuses() {
-  while (!statuses_.empty()) {
-    auto it = statuses_.begin();
-    absl::StatusOr<std::int64_t> put =
-        etcd_.Put(keys_.status(it->first, options_.worker_id), EncodeStatus(it->second));
+template <typename T>
+bool Coordinator::FlushLatest(std::map<std::string, T>& pending, std::map<std::string, T>& written,
+                              std::string (Keys::*key)(const std::string&, int) const, std::string (*encode)(const T&)) {
+  while (!pending.empty()) {
+    auto it = pending.begin();
+    absl::StatusOr<std::int64_t> put = etcd_.Put((keys_.*key)(it->first, options_.worker_id), encode(it->second));
     if (!put.ok()) {
       EtcdDown(put.status());
       return false;
     }
-    statuses_written_[it->first] = it->second;
-    statuses_.erase(it);
+    written[it->first] = std::move(it->second);
+    pending.erase(it);
   }
   return true;
+}
+
+bool Coordinator::FlushStatuses() {
+  return FlushLatest(statuses_, statuses_written_, &Keys::status, &EncodeStatus) &&
+         FlushLatest(events_, events_written_, &Keys::events, &EncodeEvents);
 }
 
 bool Coordinator::FlushReports() {

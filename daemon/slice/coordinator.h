@@ -81,6 +81,7 @@ struct SliceView {
     std::map<int, GangReport> reports;
     std::map<int, WorkerJobStatus> statuses;
     std::string waiting_for;       // The leader's: who a stopping generation waits for.
+    std::map<int, WorkerEvents> events;  // Each worker's newest events, this worker's as published.
   };
   std::vector<Gang> gangs;
   std::int64_t gang_restarts = 0;  // Generations this worker's leader committed to kStarting after a failure.
@@ -105,6 +106,9 @@ class Coordinator final : public GangLink {
   // Shows this worker's state of a gang job to the other workers (written
   // when it changed; the newest wins while etcd is away).
   void PublishStatus(const std::string& job, const WorkerJobStatus& status);
+  // Shows this worker's newest events of a gang job to the other workers
+  // (same rules as PublishStatus).
+  void PublishEvents(const std::string& job, const WorkerEvents& events);
 
   SliceView View() const;
 
@@ -115,6 +119,7 @@ class Coordinator final : public GangLink {
     std::int64_t record_mod_revision = 0;  // 0: no record.
     std::map<int, GangReport> reports;
     std::map<int, WorkerJobStatus> statuses;
+    std::map<int, WorkerEvents> events;
     std::string waiting_for;
     std::optional<GangCommit> delivered;  // The last commit posted.
     std::optional<std::string> delivered_spec;
@@ -122,7 +127,7 @@ class Coordinator final : public GangLink {
     std::optional<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> due;
   };
   struct Input {
-    enum Kind { kProposal, kReport, kJoin, kPublish, kStatus, kWatch, kLeaseLost };
+    enum Kind { kProposal, kReport, kJoin, kPublish, kStatus, kEvents, kWatch, kLeaseLost };
     explicit Input(Kind k) : kind(k) {}
     Kind kind;
     std::string job;
@@ -130,6 +135,7 @@ class Coordinator final : public GangLink {
     GangReport report;
     std::string spec_yaml;
     WorkerJobStatus status;
+    WorkerEvents events;
     etcd::WatchUpdate update;
   };
 
@@ -146,6 +152,11 @@ class Coordinator final : public GangLink {
   bool FlushReports();
   bool FlushSpecs();
   bool FlushStatuses();
+  // Writes each job's pending value (Keys member `key`) and remembers it as
+  // written; false when etcd failed (the rest stays pending).
+  template <typename T>
+  bool FlushLatest(std::map<std::string, T>& pending, std::map<std::string, T>& written,
+                   std::string (Keys::*key)(const std::string&, int) const, std::string (*encode)(const T&));
   bool Elect();
   void Lead();
   bool FencedWrite(const std::string& job, const GenerationRecord& next);
@@ -176,6 +187,8 @@ class Coordinator final : public GangLink {
   std::map<std::string, std::string> specs_;
   std::map<std::string, WorkerJobStatus> statuses_;          // To write.
   std::map<std::string, WorkerJobStatus> statuses_written_;  // Last written.
+  std::map<std::string, WorkerEvents> events_;               // To write.
+  std::map<std::string, WorkerEvents> events_written_;       // Last written.
   std::int64_t leader_create_revision_ = 0;
   std::mt19937_64 random_{std::random_device{}()};
 

@@ -177,4 +177,48 @@ absl::StatusOr<WorkerJobStatus> DecodeStatus(const std::string& text) {
   });
 }
 
+std::string EncodeEvents(const WorkerEvents& events) {
+  json list = json::array();
+  for (const GangEvent& e : events.events) {
+    json j = {{"sequence", e.sequence}, {"time_unix_ms", e.time_unix_ms}, {"from", e.from},
+              {"to", e.to},             {"reason", e.reason},             {"attempt", e.attempt}};
+    if (e.step) j["step"] = *e.step;
+    if (e.exit_code) {
+      j["exit"] = {{"code", *e.exit_code},
+                   {"signal", e.exit_signal},
+                   {"core_dumped", e.core_dumped},
+                   {"spawn_error", e.spawn_error}};
+    }
+    list.push_back(std::move(j));
+  }
+  return json{{"worker", events.worker}, {"events", std::move(list)}}.dump();
+}
+
+absl::StatusOr<WorkerEvents> DecodeEvents(const std::string& text) {
+  return Decode<WorkerEvents>(text, "events", [](const json& j) {
+    WorkerEvents events;
+    events.worker = j.at("worker").get<int>();
+    for (const json& e : j.at("events")) {
+      if (events.events.size() == WorkerEvents::kMaxWorkerEvents) break;
+      GangEvent event;
+      event.sequence = e.at("sequence").get<std::int64_t>();
+      event.time_unix_ms = e.at("time_unix_ms").get<std::int64_t>();
+      event.from = e.value("from", "");
+      event.to = e.value("to", "");
+      event.reason = e.value("reason", "");
+      event.attempt = e.value("attempt", 0);
+      if (e.contains("step")) event.step = e.at("step").get<std::int64_t>();
+      if (e.contains("exit")) {
+        const json& exit = e.at("exit");
+        event.exit_code = exit.value("code", -1);
+        event.exit_signal = exit.value("signal", 0);
+        event.core_dumped = exit.value("core_dumped", false);
+        event.spawn_error = exit.value("spawn_error", "");
+      }
+      events.events.push_back(std::move(event));
+    }
+    return events;
+  });
+}
+
 }  // namespace tpud::slice

@@ -13,6 +13,8 @@
 //                            report outlives a tpud restart).
 //   gangs/{job}/status/{worker}   WorkerJobStatus: the job as that worker runs
 //                            it, for `tpuctl status` on any worker.
+//   gangs/{job}/events/{worker}   WorkerEvents: that worker's newest state
+//                            changes of the job, for `tpuctl events` on any worker.
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/core/failure_rule.h"
@@ -44,6 +47,9 @@ struct Keys {
   std::string report(const std::string& job, int worker) const { return reports(job) + std::to_string(worker); }
   std::string status(const std::string& job, int worker) const {
     return gang(job) + "status/" + std::to_string(worker);
+  }
+  std::string events(const std::string& job, int worker) const {
+    return gang(job) + "events/" + std::to_string(worker);
   }
 
   // "members/3" -> 3; nullopt for any other key.
@@ -98,6 +104,37 @@ struct WorkerJobStatus {
   std::int64_t state_since_unix_ms = 0;
   bool operator==(const WorkerJobStatus&) const = default;
 };
+
+// One state change of a gang job on one worker (a transition of `tpuctl
+// events`; incidents stay on their worker).
+struct GangEvent {
+  std::int64_t sequence = 0;         // The worker's own event number (daemon-wide there, increasing).
+  std::int64_t time_unix_ms = 0;
+  std::string from;                  // JobStateName of the states.
+  std::string to;
+  std::string reason;
+  int attempt = 0;
+  std::optional<std::int64_t> step;  // The checkpoint step it resumes from, on entering "starting".
+  // How the attempt ended, when that caused the change: exit code (-1 when
+  // signalled), signal (0 when it exited), core dump, spawn error.
+  std::optional<int> exit_code;
+  int exit_signal = 0;
+  bool core_dumped = false;
+  std::string spawn_error;
+  bool operator==(const GangEvent&) const = default;
+};
+
+// A worker's newest events of one gang job, oldest first, at most
+// kMaxWorkerEvents of them.
+struct WorkerEvents {
+  static constexpr std::size_t kMaxWorkerEvents = 50;
+  int worker = -1;
+  std::vector<GangEvent> events;
+  bool operator==(const WorkerEvents&) const = default;
+};
+
+std::string EncodeEvents(const WorkerEvents& events);
+absl::StatusOr<WorkerEvents> DecodeEvents(const std::string& json);
 
 std::string EncodeStatus(const WorkerJobStatus& status);
 absl::StatusOr<WorkerJobStatus> DecodeStatus(const std::string& json);

@@ -171,6 +171,28 @@ TEST_CASE("slice: one worker's crash restarts every worker together from the new
         return true;
       },
       Seconds(10)));
+  // Any worker's events show every worker's, by time: worker 1's crash among worker 0's own.
+  std::vector<json> events;
+  CHECK(WaitFor(
+      [&] {
+        events = slice[0].Events("train");
+        for (const json& e : events) {
+          if (e["worker"] == 1 && !e["exit"].is_null() && e["exit"]["code"] == 1) return true;
+        }
+        return false;
+      },
+      Seconds(10)));
+  std::set<int> event_workers;
+  std::int64_t previous_ms = 0;
+  for (const json& e : events) {
+    if (e["type"] != "transition") continue;
+    REQUIRE(e["worker"].is_number());
+    event_workers.insert(e["worker"].get<int>());
+    CHECK(e["time_unix_ms"].get<std::int64_t>() >= previous_ms);
+    previous_ms = e["time_unix_ms"].get<std::int64_t>();
+  }
+  CHECK(event_workers == std::set<int>{0, 1, 2});
+  CHECK(slice[2].Tpuctl({"events", "train"}).out.find(" worker=1 ") != std::string::npos);
   const CommandResult table = slice[0].Tpuctl({"status", "train"});
   CHECK(table.exit_code == 0);
   CHECK(table.out.find("WORKER") != std::string::npos);

@@ -282,6 +282,36 @@ TEST_CASE("Slice records: every field survives etcd's JSON, and garbage is an er
   REQUIRE(report_back.ok());
   CHECK(report_back->steps == report.steps);
 
+  WorkerEvents events;
+  events.worker = 3;
+  GangEvent crashed;
+  crashed.sequence = 41;
+  crashed.time_unix_ms = 1700000000123;
+  crashed.from = "running";
+  crashed.to = "backoff";
+  crashed.reason = "crash: Check failed";
+  crashed.attempt = 2;
+  crashed.exit_code = -1;
+  crashed.exit_signal = 6;
+  crashed.core_dumped = true;
+  GangEvent resumed;
+  resumed.sequence = 42;
+  resumed.from = "backoff";
+  resumed.to = "starting";
+  resumed.step = 120;
+  events.events = {crashed, resumed};
+  const absl::StatusOr<WorkerEvents> events_back = DecodeEvents(EncodeEvents(events));
+  REQUIRE(events_back.ok());
+  CHECK(*events_back == events);
+  CHECK(Keys("/tpud", "v4-32").events("train", 3) == "/tpud/slices/v4-32/gangs/train/events/3");
+  // A record longer than the bound (another version, or a hand-made key) is cut, not trusted.
+  WorkerEvents many;
+  many.worker = 1;
+  many.events.resize(WorkerEvents::kMaxWorkerEvents + 5);
+  CHECK(DecodeEvents(EncodeEvents(many))->events.size() == WorkerEvents::kMaxWorkerEvents);
+  CHECK(DecodeEvents(R"({"worker": 1, "events": [{"to": "running"}]})").status().code() ==
+        absl::StatusCode::kInvalidArgument);
+
   CHECK(DecodeGeneration("{not json").status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(DecodeGeneration(R"({"generation": 1, "phase": "sideways"})").status().code() ==
         absl::StatusCode::kInvalidArgument);
