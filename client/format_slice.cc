@@ -82,6 +82,7 @@ std::string FormatSlice(const tpud::v1::GetSliceResponse& slice) {
   std::string out;
   AddField(out, "slice", slice.slice());
   AddField(out, "this worker", std::to_string(slice.worker_id()) + " of " + std::to_string(slice.num_workers()));
+  if (!slice.member_conflict().empty()) AddField(out, "NOT JOINED", slice.member_conflict());
   AddField(out, "leader", slice.leader() >= 0 ? "worker " + std::to_string(slice.leader()) : std::string(kNone));
   AddField(out, "etcd", slice.etcd_up() ? "up" : "down: " + OrNone(slice.etcd_error()));
   std::vector<std::vector<std::string>> members = {{"WORKER", "HOST", "TPUD", "VERSION", "LEADER"}};
@@ -135,6 +136,7 @@ std::string SliceJson(const tpud::v1::GetSliceResponse& slice) {
                          {"leader", slice.leader() >= 0 ? Json(slice.leader()) : Json(nullptr)},
                          {"etcd_up", slice.etcd_up()},
                          {"etcd_error", slice.etcd_error()},
+                         {"member_conflict", slice.member_conflict()},
                          {"members", members},
                          {"gangs", gangs},
                          {"etcd_endpoints", endpoints}});

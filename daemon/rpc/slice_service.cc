@@ -130,6 +130,13 @@ void SupervisorService::AddSliceChecks(v1::DoctorResponse* resp) const {
   for (int worker = 0; worker < view.num_workers; ++worker) {
     if (view.members.count(worker) == 0) missing.push_back(absl::StrCat(worker));
   }
+  if (!view.member_conflict.empty()) {
+    members->set_ok(false);
+    members->set_detail(view.member_conflict);
+    members->set_fix("set a distinct slice.worker_id on each worker, or leave it at auto (the metadata server's "
+                     "agent-worker-number)");
+    return;
+  }
   members->set_ok(missing.empty());
   members->set_detail(missing.empty() ? absl::StrCat("all ", view.num_workers, " workers of ", view.slice,
                                                      " are members")
@@ -152,6 +159,7 @@ grpc::Status SupervisorService::GetSlice(grpc::ServerContext*, const v1::GetSlic
   resp->set_leader(view.leader.value_or(-1));
   resp->set_etcd_up(view.etcd_up);
   resp->set_etcd_error(view.etcd_error);
+  resp->set_member_conflict(view.member_conflict);
   std::set<int> workers;
   for (int worker = 0; worker < view.num_workers; ++worker) workers.insert(worker);
   for (const auto& [worker, member] : view.members) workers.insert(worker);

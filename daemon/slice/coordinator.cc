@@ -1,6 +1,9 @@
 #include "daemon/slice/coordinator.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <fstream>
 #include <system_error>
@@ -111,6 +114,7 @@ SliceView Coordinator::View() const {
   view.num_workers = options_.num_workers;
   view.etcd_up = etcd_up_;
   view.etcd_error = etcd_error_;
+  view.member_conflict = member_conflict_;
   view.leader = leader_;
   view.members = members_;
   view.gang_restarts = gang_restarts_;
@@ -224,23 +228,69 @@ bool Coordinator::EnsureSession() {
     }
     keepalive_ = *std::move(keepalive);
   }
-  if (!member_written_) {
-    MemberRecord member;
-    member.worker = options_.worker_id;
-    member.host = options_.host;
-    member.version = TPUD_VERSION;
-    member.pid = getpid();
-    member.joined_unix_ms = NowUnixMs();
-    absl::StatusOr<std::int64_t> put = etcd_.Put(keys_.member(options_.worker_id), EncodeMember(member), lease_.id);
+  if (!member_written_ && !ClaimMember()) return false;
+  if (!watcher_ || !watcher_->running()) return Load();
+  return true;
+}
+
+// Writes this worker's member key, unless another live tpud holds its worker
+// id: its key is on a lease other than ours (keys on an expired lease are
+// gone), and it is not a predecessor of ours on this host that has exited.
+bool Coordinator::ClaimMember() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < claim_retry_at_) return false;
+  MemberRecord member;
+  member.worker = options_.worker_id;
+  member.host = options_.host;
+  member.version = TPUD_VERSION;
+  member.pid = getpid();
+  member.joined_unix_ms = NowUnixMs();
+  const std::string key = keys_.member(options_.worker_id);
+  etcd::Txn claim;
+  claim.If(Compare::CreateRevision(key, Compare::kEqual, 0))
+      .Then(TxnOp::Put(key, EncodeMember(member), lease_.id))
+      .Else(TxnOp::Get(key));
+  absl::StatusOr<etcd::TxnResult> claimed = etcd_.Commit(claim);
+  if (!claimed.ok()) {
+    EtcdDown(claimed.status());
+    return false;
+  }
+  if (!claimed->succeeded && !claimed->results.empty() && !claimed->results[0].kvs.empty()) {
+    const etcd::KeyValue& held = claimed->results[0].kvs[0];
+    const absl::StatusOr<MemberRecord> holder = DecodeMember(held.value);
+    const bool ours = held.lease == lease_.id ||
+                      (holder.ok() && holder->host == options_.host &&
+                       (holder->pid == getpid() || (kill(static_cast<pid_t>(holder->pid), 0) != 0 && errno == ESRCH)));
+    if (!ours) {
+      const std::string conflict =
+          holder.ok() ? absl::StrCat("worker ", options_.worker_id, " is already held by the tpud on ", holder->host,
+                                     " (pid ", holder->pid, ", tpud ", holder->version,
+                                     "): this tpud does not join the slice while that one is a member; give each "
+                                     "worker its own slice.worker_id")
+                      : absl::StrCat("worker ", options_.worker_id, " is already held (", held.key,
+                                     " is on another lease): this tpud does not join the slice while it is there");
+      std::lock_guard<std::mutex> lock(view_mu_);
+      if (member_conflict_ != conflict) SPDLOG_ERROR("slice {}: {}", options_.slice, conflict);
+      member_conflict_ = conflict;
+      etcd_up_ = true;
+      claim_retry_at_ = now + kClaimRetry;
+      return false;
+    }
+    // Ours from a lease we no longer keep, or a predecessor's that exited: replace it.
+    absl::StatusOr<std::int64_t> put = etcd_.Put(key, EncodeMember(member), lease_.id);
     if (!put.ok()) {
       EtcdDown(put.status());
       return false;
     }
-    member_written_ = true;
-    SPDLOG_INFO("slice {}: worker {} of {} joined (lease {:x}, {} s)", options_.slice, options_.worker_id,
-                options_.num_workers, lease_.id, lease_.ttl.count());
   }
-  if (!watcher_ || !watcher_->running()) return Load();
+  member_written_ = true;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    if (!member_conflict_.empty()) SPDLOG_INFO("slice {}: worker {} is free again", options_.slice, options_.worker_id);
+    member_conflict_.clear();
+  }
+  SPDLOG_INFO("slice {}: worker {} of {} joined (lease {:x}, {} s)", options_.slice, options_.worker_id,
+              options_.num_workers, lease_.id, lease_.ttl.count());
   return true;
 }
 

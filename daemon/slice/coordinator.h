@@ -73,6 +73,9 @@ struct SliceView {
   int num_workers = 0;
   bool etcd_up = false;
   std::string etcd_error;          // The last etcd error while down.
+  // Set while this tpud cannot join: another live tpud holds its worker id
+  // (which one, and the fix). Nothing of the slice is done meanwhile.
+  std::string member_conflict;
   std::optional<int> leader;
   std::map<int, MemberRecord> members;
   struct Gang {
@@ -143,6 +146,7 @@ class Coordinator final : public GangLink {
   void Run();
   // Each returns false when etcd failed (recorded in the view).
   bool EnsureSession();
+  bool ClaimMember();
   bool Load();
   void Drain(std::deque<Input>& inputs);
   void ApplyPut(const etcd::KeyValue& kv);
@@ -182,6 +186,8 @@ class Coordinator final : public GangLink {
   std::unique_ptr<etcd::Watcher> watcher_;
   etcd::Lease lease_;
   bool member_written_ = false;
+  static constexpr auto kClaimRetry = std::chrono::seconds(1);  // While another tpud holds this worker id.
+  std::chrono::steady_clock::time_point claim_retry_at_{};
   std::deque<std::pair<std::string, GangProposal>> proposals_;
   std::map<std::string, GangReport> reports_;
   std::map<std::string, std::string> specs_;
@@ -196,6 +202,7 @@ class Coordinator final : public GangLink {
   mutable std::mutex view_mu_;
   bool etcd_up_ = false;
   std::string etcd_error_;
+  std::string member_conflict_;
   std::optional<int> leader_;
   std::int64_t leader_lease_ = 0;
   std::map<int, MemberRecord> members_;

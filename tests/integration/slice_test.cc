@@ -58,6 +58,18 @@ class Slice {
   }
 
   void Start(int worker) {
+    tpuds_.resize(workers_);
+    // A replaced tpud is kept until the end: destroying it would end every
+    // process it left behind, other workers' attempts included.
+    if (tpuds_[worker]) retired_.push_back(std::move(tpuds_[worker]));
+    tpuds_[worker] = std::make_unique<TpudProcess>(*dirs_[worker], job_yaml_, DaemonYaml(worker));
+  }
+  // Another tpud, with its own state under `dir`, configured as `worker`.
+  std::unique_ptr<TpudProcess> Extra(const TempDir& dir, int worker) {
+    return std::make_unique<TpudProcess>(dir, job_yaml_, DaemonYaml(worker));
+  }
+
+  std::string DaemonYaml(int worker) const {
     std::string endpoints;
     for (const std::string& e : etcd_.endpoints()) endpoints += (endpoints.empty() ? "" : ", ") + YamlQuote(e);
     const std::string gce = worker_yaml_ ? worker_yaml_(worker) : "gce_metadata: {enabled: \"false\"}\n";
@@ -67,11 +79,7 @@ class Slice {
                                     "  name: test-slice\n"
                                     "  worker_id: " + std::to_string(worker) + "\n"
                                     "  num_workers: " + std::to_string(workers_) + "\n" + extra_daemon_yaml_;
-    tpuds_.resize(workers_);
-    // A replaced tpud is kept until the end: destroying it would end every
-    // process it left behind, other workers' attempts included.
-    if (tpuds_[worker]) retired_.push_back(std::move(tpuds_[worker]));
-    tpuds_[worker] = std::make_unique<TpudProcess>(*dirs_[worker], job_yaml_, daemon_yaml);
+    return daemon_yaml;
   }
 
   TpudProcess& operator[](int worker) { return *tpuds_[worker]; }
@@ -268,6 +276,42 @@ TEST_CASE("slice: a gang submitted on one worker runs on every worker, and a sto
     CHECK(slice[w].WaitForState("extra", "stopped", Seconds(20))["state"] == "stopped");
   }
   CHECK(slice[1].Status("train")["state"] == "running");  // The other gang is untouched.
+}
+
+TEST_CASE("slice: a second tpud claiming a worker's id does not join, and the gang runs on untouched",
+          "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  const json before = slice[1].Status("train");
+  TempDir dir;
+  std::unique_ptr<TpudProcess> duplicate = slice.Extra(dir, 1);
+  json view;
+  REQUIRE(WaitFor(
+      [&] {
+        const CommandResult result = duplicate->Tpuctl({"slice", "--json"});
+        view = json::parse(result.out, nullptr, false);
+        return !view.is_discarded() && !view["member_conflict"].get<std::string>().empty();
+      },
+      Seconds(10)));
+  const std::string conflict = view["member_conflict"];
+  CHECK(conflict.find("worker 1 is already held") != std::string::npos);
+  CHECK(conflict.find("pid " + std::to_string(slice[1].pid())) != std::string::npos);
+  const CommandResult doctor = duplicate->Tpuctl({"doctor"});
+  CHECK(doctor.exit_code != 0);
+  CHECK(doctor.out.find("already held") != std::string::npos);
+  CHECK(duplicate->Tpuctl({"slice"}).out.find("NOT JOINED") != std::string::npos);
+  CHECK(duplicate->StderrText().find("worker 1 is already held") != std::string::npos);
+
+  // Nothing of the gang moved, and the duplicate started no attempt.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  CHECK(slice.AllRunning(1));
+  CHECK(slice[1].Status("train")["attempt"] == before["attempt"]);
+  CHECK(slice[1].Status("train")["pid"] == before["pid"]);
+  CHECK(duplicate->Status("train")["pid"].is_null());
+  const json members = json::parse(slice[0].Tpuctl({"slice", "--json"}).out)["members"];
+  REQUIRE(members.size() == 2);
+  CHECK(members[1]["up"] == true);
+  CHECK(slice[0].Tpuctl({"doctor"}).out.find("all 2 workers of test-slice are members") != std::string::npos);
 }
 
 TEST_CASE("slice: a gang job on a tpud without a slice section is refused with the reason", "[slice][integration]") {
