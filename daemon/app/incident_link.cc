@@ -8,33 +8,64 @@
 #include "absl/strings/str_join.h"
 
 namespace tpud {
+namespace {
+
+// Stacks stop this long before the Job's stop signal is due, so no eu-stack
+// is attached when the signal arrives.
+constexpr auto kSignalMargin = std::chrono::milliseconds(250);
+
+}  // namespace
 
 IncidentCapturer::IncidentCapturer(boost::asio::io_context& io, incident::CaptureOptions options,
                                    const TpuRecovery* tpu)
-    : io_(io), options_(std::move(options)), tpu_(tpu), worker_([this] { Run(); }) {}
+    : options_(std::move(options)), tpu_(tpu), shared_(std::make_shared<Shared>()) {
+  shared_->io = &io;
+  worker_ = std::thread([shared = shared_, options = options_] { Run(shared, options); });
+}
 
 IncidentCapturer::~IncidentCapturer() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  shared_->stopping = true;
+  shared_->queue.clear();  // Their Jobs are gone with the loop.
+  shared_->cv.notify_all();
+  if (shared_->cv.wait_for(lock, kShutdownWait, [this] { return shared_->exited; })) {
+    lock.unlock();
+    worker_.join();
+    return;
   }
-  cv_.notify_all();
-  worker_.join();
+  shared_->io = nullptr;
+  lock.unlock();
+  spdlog::warn("incident capture still running after {} s (a process it reads is stuck in the kernel); "
+               "exiting without it",
+               kShutdownWait.count());
+  worker_.detach();  // It holds only `shared` and its own copies.
+}
+
+void IncidentCapturer::Enqueue(Queued queued) {
+  std::function<void()> dropped;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->stopping) return;
+    if (shared_->queue.size() < kMaxQueued || !queued.retire.empty()) {
+      shared_->queue.push_back(std::move(queued));
+      shared_->cv.notify_one();
+      return;
+    }
+    dropped = std::move(queued.done);
+  }
+  spdlog::warn("job {}: incident bundle {} not captured: {} captures already waiting", queued.request.job,
+               queued.request.number, kMaxQueued);
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (shared_->io != nullptr) boost::asio::post(*shared_->io, std::move(dropped));
 }
 
 void IncidentCapturer::Capture(incident::CaptureRequest request, std::function<void()> done) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_ && queue_.size() < kMaxQueued) {
-      queue_.push_back(Queued{std::move(request), std::move(done), std::chrono::steady_clock::now()});
-      cv_.notify_one();
-      return;
-    }
-  }
-  spdlog::warn("job {}: incident bundle {} not captured: {} captures already waiting", request.job,
-               request.number, kMaxQueued);
-  boost::asio::post(io_, std::move(done));
+  request.tpu = DescribeTpu();
+  const auto deadline = std::chrono::steady_clock::now() + options_.capture_seconds;
+  Enqueue(Queued{std::move(request), std::move(done), deadline, {}});
 }
+
+void IncidentCapturer::Retire(const std::string& job) { Enqueue(Queued{{}, nullptr, {}, job}); }
 
 std::string IncidentCapturer::DescribeTpu() const {
   if (tpu_ == nullptr) return "";
@@ -50,36 +81,62 @@ std::string IncidentCapturer::DescribeTpu() const {
   return text;
 }
 
-void IncidentCapturer::Run() {
+void IncidentCapturer::RetireNow(const incident::CaptureOptions& options, const std::string& job) {
+  const std::filesystem::path from = options.dir / job;
+  std::error_code ec;
+  if (!std::filesystem::exists(from, ec)) return;
+  const std::filesystem::path to =
+      options.dir / absl::StrCat(job, ".removed-", ToUnixMillis(std::chrono::system_clock::now()));
+  std::filesystem::rename(from, to, ec);
+  if (ec) {
+    spdlog::error("job {}: incident bundles in {} not moved aside ({}): a new job of that name captures no "
+                  "bundle over them; move them by hand",
+                  job, from.string(), ec.message());
+  } else {
+    spdlog::info("job {}: removed; its incident bundles are kept in {}", job, to.string());
+  }
+}
+
+void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident::CaptureOptions& base) {
   for (;;) {
     Queued next;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;  // Queued captures are dropped; their Jobs are gone with the loop.
-      next = std::move(queue_.front());
-      queue_.pop_front();
+      std::unique_lock<std::mutex> lock(shared->mu);
+      shared->cv.wait(lock, [&] { return shared->stopping || !shared->queue.empty(); });
+      if (shared->stopping) {
+        shared->exited = true;
+        shared->cv.notify_all();
+        return;
+      }
+      next = std::move(shared->queue.front());
+      shared->queue.pop_front();
     }
-    incident::CaptureOptions options = options_;
-    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - next.queued);
-    if (waited >= options.capture_seconds) {
+    if (!next.retire.empty()) {
+      RetireNow(base, next.retire);
+      continue;
+    }
+    incident::CaptureOptions options = base;
+    options.deadline = next.deadline - kSignalMargin;
+    if (std::chrono::steady_clock::now() >= *options.deadline) {
       next.request.pid = 0;  // Its hang was declared without it: the stop ladder has run.
-      options.capture_seconds = std::chrono::seconds(1);
-    } else {
-      options.capture_seconds -= waited;
     }
-    next.request.tpu = DescribeTpu();
-    absl::StatusOr<incident::CaptureResult> result = incident::Capture(next.request, options);
-    if (!result.ok()) {
-      spdlog::error("job {}: incident bundle {}: {}", next.request.job, next.request.number,
-                    std::string(result.status().message()));
-    } else if (result->notes.empty()) {
-      spdlog::info("job {}: incident bundle {} in {:.1f} s", next.request.job, result->dir.string(), result->seconds);
-    } else {
-      spdlog::warn("job {}: incident bundle {} in {:.1f} s, incomplete: {}", next.request.job, result->dir.string(),
-                   result->seconds, absl::StrJoin(result->notes, "; "));
+    try {
+      absl::StatusOr<incident::CaptureResult> result = incident::Capture(next.request, options);
+      if (!result.ok()) {
+        spdlog::error("job {}: incident bundle {}: {}", next.request.job, next.request.number,
+                      std::string(result.status().message()));
+      } else if (result->notes.empty()) {
+        spdlog::info("job {}: incident bundle {} in {:.1f} s", next.request.job, result->dir.string(),
+                     result->seconds);
+      } else {
+        spdlog::warn("job {}: incident bundle {} in {:.1f} s, incomplete: {}", next.request.job,
+                     result->dir.string(), result->seconds, absl::StrJoin(result->notes, "; "));
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("job {}: incident bundle {} failed: {}", next.request.job, next.request.number, e.what());
     }
-    boost::asio::post(io_, std::move(next.done));
+    std::lock_guard<std::mutex> lock(shared->mu);
+    if (shared->io != nullptr) boost::asio::post(*shared->io, std::move(next.done));
   }
 }
 
@@ -94,6 +151,7 @@ std::unique_ptr<IncidentCapturer> IncidentCapturer::Wire(boost::asio::io_context
   deps->capture_incident = [raw = capturer.get()](incident::CaptureRequest request, std::function<void()> done) {
     raw->Capture(std::move(request), std::move(done));
   };
+  deps->retire_incidents = [raw = capturer.get()](const std::string& job) { raw->Retire(job); };
   deps->capture_seconds = Seconds(config.incidents.capture_seconds);
   return capturer;
 }

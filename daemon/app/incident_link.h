@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "daemon/config/config.h"
@@ -22,20 +23,32 @@ namespace tpud {
 // in the queue past its capture_seconds is captured without stacks (the
 // ladder has moved on). At most kMaxQueued wait; more are dropped with a
 // warning (a crash loop cannot pile up work).
-// Thread-safety: Capture may be called from any thread; `done` runs on `io`.
+// Thread-safety: Capture and Retire may be called from any thread; `done`
+// runs on `io`.
 class IncidentCapturer {
  public:
   static constexpr std::size_t kMaxQueued = 8;
+  // How long the destructor waits for the capture in progress.
+  static constexpr std::chrono::seconds kShutdownWait{2};
 
   // `tpu` (may be null) supplies the node as last seen; it must outlive this.
   IncidentCapturer(boost::asio::io_context& io, incident::CaptureOptions options, const TpuRecovery* tpu);
-  ~IncidentCapturer();  // Finishes the capture in progress, drops the rest, joins.
+  // Drops the queued captures and waits up to kShutdownWait for the one in
+  // progress; a capture still stuck then (a read of a process wedged in the
+  // kernel) is left to finish on its own, logged, so it cannot hold tpud's
+  // exit. Its `done` is never run.
+  ~IncidentCapturer();
   IncidentCapturer(const IncidentCapturer&) = delete;
   IncidentCapturer& operator=(const IncidentCapturer&) = delete;
 
   void Capture(incident::CaptureRequest request, std::function<void()> done);
+  // After the captures already asked, moves the job's bundles aside
+  // (DIR/JOB to DIR/JOB.removed-UNIXMS, never deleted), so a new job of the
+  // same name starts again at bundle 1 without touching them. For a removed job.
+  void Retire(const std::string& job);
 
-  // Sets deps->capture_incident and capture_seconds when config.incidents.capture.
+  // Sets deps->capture_incident, retire_incidents and capture_seconds when
+  // config.incidents.capture.
   static std::unique_ptr<IncidentCapturer> Wire(boost::asio::io_context& io, const DaemonConfig& config,
                                                 const TpuRecovery* tpu, Supervisor::Deps* deps);
 
@@ -43,18 +56,26 @@ class IncidentCapturer {
   struct Queued {
     incident::CaptureRequest request;
     std::function<void()> done;
-    std::chrono::steady_clock::time_point queued;
+    std::chrono::steady_clock::time_point deadline;  // The Job sends its stop signal then at the latest.
+    std::string retire;                              // Set: a Retire of this job instead of a capture.
   };
-  void Run();
+  // Shared by the worker thread, which may outlive this object (see the destructor).
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Queued> queue;               // Guarded by mu.
+    bool stopping = false;                  // Guarded by mu.
+    bool exited = false;                    // Guarded by mu: the worker returned.
+    boost::asio::io_context* io = nullptr;  // Guarded by mu; null once abandoned.
+  };
+  static void Run(const std::shared_ptr<Shared>& shared, const incident::CaptureOptions& options);
+  static void RetireNow(const incident::CaptureOptions& options, const std::string& job);
+  void Enqueue(Queued queued);
   std::string DescribeTpu() const;
 
-  boost::asio::io_context& io_;
   const incident::CaptureOptions options_;
   const TpuRecovery* tpu_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Queued> queue_;  // Guarded by mu_.
-  bool stopping_ = false;     // Guarded by mu_.
+  std::shared_ptr<Shared> shared_;
   std::thread worker_;
 };
 

@@ -94,16 +94,6 @@ std::string Comm(const fs::path& proc, int pid) {
   return comm;
 }
 
-std::map<std::string, std::string> ParseEnviron(const std::string& environ) {
-  std::map<std::string, std::string> env;
-  for (absl::string_view entry : absl::StrSplit(environ, '\0', absl::SkipEmpty())) {
-    const std::size_t eq = entry.find('=');
-    if (eq == absl::string_view::npos) continue;
-    env[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
-  }
-  return env;
-}
-
 // Every record /dev/kmsg holds now: opened non-blocking, read to EAGAIN
 // (one record per read; EPIPE: records overwritten since, skipped).
 absl::StatusOr<std::vector<std::string>> ReadKmsg(const fs::path& path, std::size_t max_records) {
@@ -192,14 +182,29 @@ std::string FormatKmsgRecords(const std::vector<std::string>& records, std::opti
 
 absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const CaptureOptions& options) {
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + options.capture_seconds;
+  const Clock::time_point deadline = options.deadline.value_or(start + options.capture_seconds);
   CaptureResult result;
   result.dir = options.dir / request.job / std::to_string(request.number);
   std::error_code ec;
+  std::vector<std::string>& notes = result.notes;
+  if (fs::exists(result.dir / "summary.json", ec)) {
+    // An earlier bundle for this number (a hang capture its attempt's exit
+    // overtook, or one no incident took): kept beside the new one.
+    const fs::path aside = result.dir.parent_path() /
+                           absl::StrCat(request.number, ".replaced-",
+                                        std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count());
+    fs::rename(result.dir, aside, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat("incident bundle ", result.dir.string(),
+                                                 " exists and could not be moved aside: ", ec.message()));
+    }
+    notes.push_back(absl::StrCat("the bundle captured earlier for this number is in ", aside.string()));
+  }
   fs::remove_all(result.dir, ec);  // A capture cut short by a tpud restart: redo it.
   fs::create_directories(result.dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("incident bundle ", result.dir.string(), ": ", ec.message()));
-  std::vector<std::string>& notes = result.notes;
 
   nlohmann::json processes = nlohmann::json::array();
   const std::vector<ProcStat> procs = AttemptProcesses(request);
@@ -212,6 +217,10 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
     nlohmann::json row = {{"pid", proc.pid}, {"ppid", proc.ppid}, {"state", std::string(1, proc.state)},
                           {"comm", Comm(options.proc, proc.pid)}};
     for (const char* file : {"status", "wchan", "stack", "cmdline"}) {
+      if (proc.state == 'D' && std::string(file) == "cmdline") {
+        notes.push_back(absl::StrCat("/proc/", proc.pid, "/cmdline: not read, the process is in uninterruptible sleep"));
+        continue;
+      }
       std::string error;
       std::optional<std::string> text = ReadBounded(pdir / file, kMaxProcFileBytes, &error);
       if (!text) {
@@ -221,12 +230,6 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
       if (std::string(file) == "cmdline") std::replace(text->begin(), text->end(), '\0', ' ');
       if (std::string(file) == "wchan") row["wchan"] = *text;
       WriteFile(result.dir, absl::StrCat("proc/", proc.pid, "/", file), *text, &notes);
-    }
-    if (proc.pid == request.pid) {
-      std::string error;
-      if (std::optional<std::string> environ = ReadBounded(pdir / "environ", 1 << 20, &error)) {
-        env = ParseEnviron(*environ);
-      }
     }
     processes.push_back(std::move(row));
   }
@@ -244,6 +247,12 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
     if (stacks.size() >= kMaxStackBytes) {
       notes.push_back(absl::StrCat("stacks: ", kMaxStackBytes, " bytes reached before pid ", proc.pid));
       break;
+    }
+    if (proc.state == 'D') {
+      notes.push_back(absl::StrCat("stacks of pid ", proc.pid, ": not taken, the process is in uninterruptible sleep"));
+      absl::StrAppend(&stacks, "== pid ", proc.pid, " (", Comm(options.proc, proc.pid),
+                      ") ==\n(not captured: in uninterruptible sleep; its wchan is in summary.json)\n\n");
+      continue;
     }
     CommandOptions run;
     run.timeout = std::chrono::milliseconds(left_ms);
@@ -313,7 +322,9 @@ std::vector<std::int64_t> ListBundles(const fs::path& dir, const std::string& jo
   std::error_code ec;
   for (fs::directory_iterator it(dir / job, ec), end; !ec && it != end; it.increment(ec)) {
     std::int64_t n = 0;
-    if (absl::SimpleAtoi(it->path().filename().string(), &n) && n > 0 && fs::exists(it->path() / "summary.json")) {
+    std::error_code exists_ec;
+    if (absl::SimpleAtoi(it->path().filename().string(), &n) && n > 0 &&
+        fs::exists(it->path() / "summary.json", exists_ec)) {
       numbers.push_back(n);
     }
   }
@@ -337,8 +348,11 @@ absl::StatusOr<Bundle> ReadBundle(const fs::path& dir, const std::string& job, s
   bundle.summary_json = ReadBounded(bundle.dir / "summary.json", 1 << 20, &error).value_or("");
   std::error_code ec;
   for (fs::recursive_directory_iterator it(bundle.dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    bundle.files.push_back(BundleFile{fs::relative(it->path(), bundle.dir).string(), it->file_size()});
+    std::error_code file_ec;
+    if (!it->is_regular_file(file_ec)) continue;
+    const std::uint64_t size = it->file_size(file_ec);
+    if (file_ec) continue;  // Gone meanwhile.
+    bundle.files.push_back(BundleFile{it->path().lexically_relative(bundle.dir).string(), size});
   }
   std::sort(bundle.files.begin(), bundle.files.end(),
             [](const BundleFile& a, const BundleFile& b) { return a.name < b.name; });

@@ -8,7 +8,9 @@
 //   DIR/JOB/N/            N: the job's incident number (tpuctl incidents)
 //     summary.json        what is below, the verdict, what could not be saved
 //     stacks.txt          `eu-stack -p PID` of every process (elfutils), hang only
-//     proc/PID/{status,wchan,stack,cmdline}   proc(5), hang only
+//     proc/PID/{status,wchan,stack,cmdline}   proc(5), hang only; a process in
+//                         uninterruptible sleep (D) gets neither cmdline nor
+//                         eu-stack, which would block on it
 //     log-tail.txt        the last 200 lines of the job log
 //     env.txt             the attempt's environment, secrets redacted
 //     tpu.txt             the node's state, health, symptoms, when known
@@ -57,8 +59,9 @@ struct CaptureRequest {
   int pid = 0;
   std::uint64_t pid_start_ticks = 0;  // /proc/PID/stat field 22; 0: unknown.
   std::filesystem::path log_path;
-  // The environment tpud set for the attempt (LaunchSpec::env); a live
-  // process's /proc/PID/environ is used instead when readable.
+  // The environment tpud set for the attempt (LaunchSpec::env). Not read
+  // from /proc/PID/environ: that read takes the process's mm lock and can
+  // block on a process wedged in a page fault.
   std::map<std::string, std::string> env;
   // CLOCK_MONOTONIC time the attempt started (for dmesg records, which carry
   // microseconds since boot, /dev/kmsg in the kernel's ABI docs
@@ -70,6 +73,9 @@ struct CaptureRequest {
 struct CaptureOptions {
   std::filesystem::path dir;           // state_dir/incidents.
   std::chrono::seconds capture_seconds{10};
+  // When set, stacks are not taken after it (instead of start +
+  // capture_seconds): the time the Job sends its stop signal, less a margin.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   std::string eu_stack = "eu-stack";   // Looked up in PATH.
   std::filesystem::path kmsg = "/dev/kmsg";
   std::filesystem::path proc = "/proc";
@@ -83,7 +89,10 @@ struct CaptureResult {
 };
 
 // Writes the bundle for `request`. Errors (nothing usable written): the
-// directory cannot be created (the message names it). Everything else that
+// directory cannot be created (the message names it). A complete bundle
+// already at DIR/JOB/N is never overwritten: it is moved to
+// DIR/JOB/N.replaced-UNIXMS (named in the notes); one cut short (no
+// summary.json, a tpud restart) is redone. Everything else that
 // fails (eu-stack missing, /dev/kmsg unreadable, a process gone) becomes a
 // note in the result and in summary.json.
 absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const CaptureOptions& options);

@@ -38,7 +38,12 @@ void Job::EndAttemptWatch() {
   hang_timer_ = 0;
   hang_deadline_.reset();
   heartbeat_watch_.reset();
-  hang_capture_reason_.reset();  // The attempt ended while its hang was captured: its exit decides.
+  if (hang_capture_reason_) {
+    // The attempt ended while its hang was captured: its exit decides, and
+    // gets its own bundle (the hang's, when written, is kept beside it).
+    hang_capture_reason_.reset();
+    hang_bundle_number_ = 0;
+  }
 }
 
 // The hot path for output: a block of lines costs one pass of the rule set
@@ -197,7 +202,7 @@ void Job::OpenIncident(const machine::OpenIncident& open) {
   // The exit's bundle, unless this attempt's hang bundle (with stacks)
   // already holds this incident, or nothing is wrong (a preemption) or
   // nothing ran. (A hang capture a person's stop overtook left a bundle for
-  // a number no incident took: the next failure's bundle replaces it.)
+  // a number no incident took: the next failure's bundle moves it aside.)
   const FailureClass cls = open.failure.failure_class;
   const bool hang_bundled = opened.id == hang_bundle_number_ && opened.attempt == hang_bundle_attempt_;
   if (deps_.capture_incident && !hang_bundled && cls != FailureClass::kPreemption &&

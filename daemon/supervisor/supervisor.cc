@@ -229,6 +229,7 @@ absl::Status Supervisor::RemoveSubmittedJob(const std::string& name, std::option
   }
   jobs_.erase(it);
   spec_yaml_.erase(name);
+  if (deps_.retire_incidents) deps_.retire_incidents(name);
   std::erase_if(history_, [&](const NumberedEvent& event) { return event.job() == name; });
   return absl::OkStatus();
 }
@@ -265,6 +266,7 @@ absl::Status Supervisor::RemoveJob(const std::string& name) {
   }
   jobs_.erase(it);
   spec_yaml_.erase(name);
+  if (deps_.retire_incidents) deps_.retire_incidents(name);
   if (deps_.store != nullptr) {
     if (absl::Status s = deps_.store->DeleteJob(name); !s.ok()) {
       spdlog::error("job {}: stored record not deleted: {}", name, std::string(s.message()));

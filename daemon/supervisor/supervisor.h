@@ -93,6 +93,9 @@ class Supervisor final : public JobListener {
     decltype(JobDeps::list_checkpoint_steps) list_checkpoint_steps;
     // Incident bundles (JobDeps::capture_incident). Null: none.
     decltype(JobDeps::capture_incident) capture_incident;
+    // Called when a job is removed: its bundles are moved aside, so a new
+    // job of the same name does not meet them. Null: nothing to do.
+    std::function<void(const std::string& job)> retire_incidents;
     Seconds capture_seconds{10};
   };
 

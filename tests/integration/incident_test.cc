@@ -110,4 +110,28 @@ TEST_CASE("Incident bundles: a crash gets its log tail and verdict, and with cap
   CHECK_FALSE(std::filesystem::exists(off / "state/incidents/crashes"));
 }
 
+TEST_CASE("Incident bundles: a removed job's bundles are kept aside, and a new job of its name starts at bundle 1",
+          "[integration][incident]") {
+  TempDir dir;
+  TpudProcess tpud(dir, "");
+  const std::filesystem::path incidents = dir / "state/incidents";
+  auto fail_once = [&](const std::string& marker) {
+    REQUIRE(tpud.Tpuctl({"start", "adhoc", "--", "/bin/sh", "-c", "echo " + marker + "; exit 3"}).exit_code == 0);
+    REQUIRE(WaitFor([&] { return std::filesystem::exists(incidents / "adhoc/1/summary.json"); }, Seconds(15)));
+    REQUIRE(tpud.Tpuctl({"stop", "adhoc", "--wait"}).exit_code == 0);
+  };
+  fail_once("first-job");
+  REQUIRE(tpud.Tpuctl({"remove", "adhoc"}).exit_code == 0);
+  REQUIRE(WaitFor([&] { return !std::filesystem::exists(incidents / "adhoc"); }, Seconds(10)));
+  fail_once("second-job");
+  std::vector<std::filesystem::path> kept;
+  for (const auto& entry : std::filesystem::directory_iterator(incidents)) {
+    if (entry.path().filename().string().rfind("adhoc.removed-", 0) == 0) kept.push_back(entry.path());
+  }
+  REQUIRE(kept.size() == 1);
+  CHECK_THAT(ReadFile(kept[0] / "1/log-tail.txt"), Contains("first-job"));
+  CHECK_THAT(ReadFile(incidents / "adhoc/1/log-tail.txt"), Contains("second-job"));
+  CHECK_THAT(ReadFile(kept[0] / "1/log-tail.txt"), !Contains("second-job"));  // Not overwritten.
+}
+
 }  // namespace tpud::testing

@@ -6,11 +6,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/sleeping_child.h"
 #include "tests/support/temp_dir.h"
 
 namespace tpud::incident {
 namespace {
 
+using testing::SleepingChild;
 using testing::TempDir;
 
 CaptureRequest ExitRequest(const TempDir& dir, std::int64_t number) {
@@ -160,4 +162,50 @@ TEST_CASE("Bundle: secret-looking names are redacted whatever their case", "[bun
 }
 
 }  // namespace
+TEST_CASE("Bundle: a bundle already complete for the number is moved aside, never overwritten", "[bundle]") {
+  TempDir dir;
+  const CaptureOptions options = Options(dir);
+  REQUIRE(Capture(ExitRequest(dir, 1), options).ok());
+  CaptureRequest again = ExitRequest(dir, 1);
+  again.attempt = 4;
+  absl::StatusOr<CaptureResult> result = Capture(again, options);
+  REQUIRE(result.ok());
+  CHECK(nlohmann::json::parse(dir.Read("incidents/digits/1/summary.json"))["attempt"] == 4);
+  std::vector<std::filesystem::path> aside;
+  for (const auto& entry : std::filesystem::directory_iterator(options.dir / "digits")) {
+    if (entry.path().filename().string().rfind("1.replaced-", 0) == 0) aside.push_back(entry.path());
+  }
+  REQUIRE(aside.size() == 1);
+  CHECK(nlohmann::json::parse(dir.Read((aside[0] / "summary.json").lexically_relative(dir.path()).string()))["attempt"] == 3);
+  CHECK(nlohmann::json::parse(dir.Read("incidents/digits/1/summary.json"))["notes"].dump().find(aside[0].string()) !=
+        std::string::npos);
+  CHECK(ListBundles(options.dir, "digits") == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("Bundle: no stacks are taken past the deadline, the time of the Job's stop signal", "[bundle]") {
+  TempDir dir;
+  SleepingChild child;
+  const std::filesystem::path ran = dir / "eu-stack-ran";
+  const std::filesystem::path eu_stack = dir.WriteFile("eu-stack", "#!/bin/sh\ntouch " + ran.string() + "\n");
+  std::filesystem::permissions(eu_stack, std::filesystem::perms::owner_all);
+  CaptureOptions options = Options(dir);
+  options.eu_stack = eu_stack.string();
+  options.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  CaptureRequest request = ExitRequest(dir, 1);
+  request.trigger = "hang";
+  request.pid = child.pid();
+  absl::StatusOr<CaptureResult> result = Capture(request, options);
+  REQUIRE(result.ok());
+  CHECK_FALSE(std::filesystem::exists(ran));
+  CHECK(std::filesystem::exists(dir / ("incidents/digits/1/proc/" + std::to_string(child.pid()) + "/wchan")));
+  CHECK(nlohmann::json::parse(dir.Read("incidents/digits/1/summary.json"))["notes"].dump().find(
+            "ran out before pid " + std::to_string(child.pid())) != std::string::npos);
+
+  // Before the deadline the same capture runs it.
+  options.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  request.number = 2;
+  REQUIRE(Capture(request, options).ok());
+  CHECK(std::filesystem::exists(ran));
+}
+
 }  // namespace tpud::incident

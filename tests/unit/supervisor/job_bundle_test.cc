@@ -79,6 +79,12 @@ TEST_CASE("Job bundles: an attempt that exits during its hang capture is judged 
   CHECK(h.job->state() == JobState::kBackoff);
   CHECK(h.job->Snapshot().last_incident->failure.failure_class == FailureClass::kCrash);
   CHECK(h.launcher.last().signals.empty());
+  // The exit gets its own bundle with its verdict, for the same incident
+  // (the capturer keeps the hang's beside it).
+  REQUIRE(h.captures.size() == 2);
+  CHECK(h.captures[1].first.trigger == "exit");
+  CHECK(h.captures[1].first.number == 1);
+  CHECK(h.captures[1].first.failure_class == "crash");
   h.captures[0].second();  // The hang capture ends after the exit: no hang, no signal.
   CHECK(h.job->state() == JobState::kBackoff);
   h.clock.AdvanceSeconds(11);
