@@ -9,8 +9,13 @@
 
 namespace tpud::client {
 
-// How often the waits ask the daemon where things are.
+// How often the waits ask the daemon where things are (and redraw the
+// elapsed time on a terminal).
 inline constexpr std::chrono::milliseconds kProgressPollInterval{500};
+// How often reset-tpu asks for the node: each ask may be a Cloud TPU API
+// call (the daemon answers from its cache within a second), and a reset can
+// take 30 minutes.
+inline constexpr std::chrono::milliseconds kNodePollInterval{2000};
 
 // Thread-safety: use from one thread.
 class ProgressLine {

@@ -47,9 +47,15 @@ Result ResetTpu(const Session& session, const std::string& backend) {
     ProgressLine progress(session.err, session.err_is_tty, "reset-tpu");
     Session polling = session;
     polling.timeout = std::min<std::chrono::duration<double>>(session.timeout, std::chrono::seconds(5));
+    std::string where;
+    auto asked = std::chrono::steady_clock::now() - kNodePollInterval;  // Ask at once.
     while (reset.wait_for(kProgressPollInterval) != std::future_status::ready) {
-      tpud::v1::GetTpuResponse tpu;
-      if (Call(polling, &Stub::GetTpu, tpud::v1::GetTpuRequest(), &tpu).ok()) progress.Update(ResetProgress(tpu));
+      if (std::chrono::steady_clock::now() - asked >= kNodePollInterval) {
+        asked = std::chrono::steady_clock::now();
+        tpud::v1::GetTpuResponse tpu;
+        if (Call(polling, &Stub::GetTpu, tpud::v1::GetTpuRequest(), &tpu).ok()) where = ResetProgress(tpu);
+      }
+      progress.Update(where);  // On a terminal, also the elapsed time.
     }
   }
   if (Result r = reset.get(); !r.ok()) return r;

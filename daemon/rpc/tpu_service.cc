@@ -76,7 +76,9 @@ grpc::Status SupervisorService::GetTpu(grpc::ServerContext*, const v1::GetTpuReq
   resp->set_queued(status.queued);
   if (status.last) ToProto(*status.last, resp->mutable_last_reset());
   CancelToken cancel;
-  const absl::StatusOr<TpuNode> node = tpu_recovery_->Describe(&cancel);
+  // A node described in the last second is answered from the cache: tpuctl
+  // reset-tpu polls through a reset of up to 30 minutes.
+  const absl::StatusOr<TpuNode> node = tpu_recovery_->Describe(&cancel, Seconds(1));
   if (node.ok()) {
     ToProto(*node, resp->mutable_node());
   } else {

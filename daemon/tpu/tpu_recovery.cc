@@ -325,9 +325,13 @@ void TpuRecovery::Remember(const Task& task, const std::string& rung, const std:
   }
 }
 
-absl::StatusOr<TpuNode> TpuRecovery::Describe(CancelToken* cancel) const {
+absl::StatusOr<TpuNode> TpuRecovery::Describe(CancelToken* cancel, Seconds max_age) const {
   if (!node_) {
     return absl::FailedPreconditionError("no node backend (tpu.reset.backend is local): nothing to describe");
+  }
+  if (max_age > Seconds::zero()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (node_cache_ && clock_->Now() - node_cache_->second <= max_age) return node_cache_->first;
   }
   return DescribeAndCache(cancel);
 }

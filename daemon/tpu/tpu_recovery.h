@@ -110,7 +110,9 @@ class TpuRecovery {
 
   // The node as the node backend sees it, blocking (not on the loop thread).
   // FailedPrecondition without a node backend; else as TpuControl::Describe.
-  absl::StatusOr<TpuNode> Describe(CancelToken* cancel) const;
+  // `max_age` > 0: the cached node when described that recently, so callers
+  // polling together (tpuctl reset-tpu, tpu) cost the API one call per max_age.
+  absl::StatusOr<TpuNode> Describe(CancelToken* cancel, Seconds max_age = Seconds::zero()) const;
 
   // The node as last described (by the ladder, Describe or RefreshNode) and
   // when, on the WaitClock; nullopt before the first answer, and after a node

@@ -61,7 +61,7 @@ TEST_CASE("TPU commands: tpuctl tpu shows the node, reset-tpu resets it, doctor 
 
 TEST_CASE("TPU commands: reset-tpu shows each node state it waits through, one line per change when piped",
           "[integration][tpu]") {
-  CloudFixture cloud("1.5");  // Each of stop and start takes 1.5 s: several polls see each state.
+  CloudFixture cloud("4.5");  // Each of stop and start takes 4.5 s: polls every 2 s see each state.
   TempDir dir;
   TpudProcess tpud(dir, "", cloud.DaemonYaml(dir));
   const CommandResult reset = tpud.Tpuctl({"reset-tpu"}, Seconds(30));

@@ -259,6 +259,22 @@ TEST_CASE("TpuRecovery: reset by hand picks the named backend, refuses an unknow
   CHECK(rig.node->Count("describe") == 0);  // No ladder by hand.
 }
 
+TEST_CASE("TpuRecovery: Describe with a max age answers from a node described that recently", "[tpu][recovery]") {
+  Rig rig;
+  rig.node->QueueNode("READY", "HEALTHY");
+  REQUIRE(rig.recovery->Describe(nullptr, Seconds(1)).ok());
+  CHECK(rig.node->Count("describe") == 1);
+  rig.clock->AdvanceSeconds(0.5);
+  CHECK(rig.recovery->Describe(nullptr, Seconds(1))->state == "READY");
+  CHECK(rig.node->Count("describe") == 1);  // From the cache.
+  rig.clock->AdvanceSeconds(0.6);
+  rig.node->QueueNode("STOPPING", "");
+  CHECK(rig.recovery->Describe(nullptr, Seconds(1))->state == "STOPPING");
+  CHECK(rig.node->Count("describe") == 2);
+  REQUIRE(rig.recovery->Describe(nullptr).ok());  // No max age: always asks.
+  CHECK(rig.node->Count("describe") == 3);
+}
+
 TEST_CASE("TpuRecovery: without a node backend, node failures reset locally and Describe is refused",
           "[tpu][recovery]") {
   Rig rig({}, /*with_node=*/false);
