@@ -148,6 +148,7 @@ std::string TailLines(const fs::path& path, std::size_t max_lines, std::size_t m
   if (!in) return "";
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
+  if (size <= 0) return "";  // Empty, or not seekable (a pipe, a directory).
   const std::streamoff start = size > static_cast<std::streamoff>(max_bytes) ? size - max_bytes : 0;
   in.seekg(start);
   std::string text(static_cast<std::size_t>(size - start), '\0');

@@ -162,6 +162,14 @@ TEST_CASE("Bundle: secret-looking names are redacted whatever their case", "[bun
 }
 
 }  // namespace
+TEST_CASE("Bundle: the log tail of something that is not a readable file is empty, not an error", "[bundle]") {
+  TempDir dir;
+  CHECK(TailLines(dir.Dir("a-directory"), 200, 1 << 20).empty());
+  CHECK(TailLines(dir / "missing", 200, 1 << 20).empty());
+  CHECK(TailLines(dir.WriteFile("empty", ""), 200, 1 << 20).empty());
+  CHECK(TailLines("/dev/null", 200, 1 << 20).empty());
+}
+
 TEST_CASE("Bundle: a bundle already complete for the number is moved aside, never overwritten", "[bundle]") {
   TempDir dir;
   const CaptureOptions options = Options(dir);
