@@ -134,7 +134,7 @@ void SliceLink::Stop() {
 }
 
 void SliceLink::OnSpec(const std::string& job, const std::string& spec_yaml) {
-  if (supervisor_ == nullptr || supervisor_->HasJob(job)) return;
+  if (supervisor_ == nullptr) return;
   absl::StatusOr<JobSpec> spec = ParseJobSpec(spec_yaml, absl::StrCat("slice gang ", job), config_.state_dir);
   if (spec.ok() && spec->name != job) {
     spec = absl::InvalidArgumentError(absl::StrCat("names job \"", spec->name, "\", stored as \"", job, "\""));
@@ -146,11 +146,12 @@ void SliceLink::OnSpec(const std::string& job, const std::string& spec_yaml) {
     return;
   }
   spec->origin = "slice";
+  const bool known = supervisor_->HasJob(job);
   if (absl::Status s = supervisor_->AdoptGangSpec(*std::move(spec), spec_yaml); !s.ok()) {
     spdlog::error("slice {}: gang job {}: {}", identity_.name, job, std::string(s.message()));
     return;
   }
-  spdlog::info("slice {}: gang job {} added (submitted on another worker)", identity_.name, job);
+  if (!known) spdlog::info("slice {}: gang job {} added (submitted on another worker)", identity_.name, job);
 }
 
 SliceMetrics SliceLink::Metrics() const {

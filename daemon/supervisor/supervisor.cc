@@ -151,7 +151,30 @@ absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::
 }
 
 absl::Status Supervisor::AdoptGangSpec(JobSpec spec, std::string spec_yaml) {
-  if (jobs_.count(spec.name) != 0) return absl::OkStatus();  // Submitted here, or configured: known already.
+  if (auto it = jobs_.find(spec.name); it != jobs_.end()) {
+    Job& known = *it->second;
+    const auto yaml = spec_yaml_.find(spec.name);
+    // A configured job keeps its config (every worker has the file); the
+    // same spec again (this worker's own submission, a rejoin) is nothing.
+    if (yaml == spec_yaml_.end() || yaml->second == spec_yaml) return absl::OkStatus();
+    if (!known.spec().gang) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job \"", spec.name, "\" here is not a gang job; the gang spec from the slice is not applied"));
+    }
+    // Resubmitted on another worker: every worker runs the new spec, from
+    // its next attempt on (the gang's next generation).
+    std::string previous_yaml = std::exchange(yaml->second, std::move(spec_yaml));
+    JobSpec previous_spec = known.spec();
+    spec.origin = previous_spec.origin;
+    known.UpdateSpec(ForThisWorker(std::move(spec)));
+    if (absl::Status s = CommitIntent(known, known.wants_running()); !s.ok()) {
+      known.UpdateSpec(std::move(previous_spec));
+      spec_yaml_[known.spec().name] = std::move(previous_yaml);
+      return s;
+    }
+    spdlog::info("job {}: new gang spec from the slice; it applies from the next attempt", known.spec().name);
+    return absl::OkStatus();
+  }
   const std::string name = spec.name;
   std::unique_ptr<Job> job = MakeJob(std::move(spec));
   spec_yaml_[name] = std::move(spec_yaml);

@@ -123,7 +123,11 @@ class Supervisor final : public JobListener {
   absl::Status AddJob(JobSpec spec);
   // Adds a gang job another worker of the slice submitted (published through
   // etcd), stopped and recorded like a submitted job; the gang's commits
-  // start it. A job of that name already here is kept as it is (OK).
+  // start it. A gang job of that name already here (submitted or adopted)
+  // takes a different spec from its next attempt on: a resubmission on any
+  // worker reaches every worker. A configured job is kept as it is (OK).
+  // Errors: FailedPrecondition for a non-gang job of that name; the state
+  // store's, with nothing changed.
   absl::Status AdoptGangSpec(JobSpec spec, std::string spec_yaml);
   Job* FindJob(const std::string& name) const;
   // Config reload (daemon/app/reload.h). ReplaceJobSpec: the job keeps its

@@ -276,6 +276,19 @@ TEST_CASE("slice: a gang submitted on one worker runs on every worker, and a sto
     CHECK(slice[w].WaitForState("extra", "stopped", Seconds(20))["state"] == "stopped");
   }
   CHECK(slice[1].Status("train")["state"] == "running");  // The other gang is untouched.
+
+  // Resubmitted with a new command on the other worker: every worker runs the new one.
+  files.WriteFile("extra.yaml", "name: extra\n"
+                                "gang: true\n"
+                                "command: [/bin/sleep, \"3601\"]\n");
+  const CommandResult again = slice[0].Tpuctl({"start", "-f", spec.string()});
+  REQUIRE(again.exit_code == 0);
+  for (int w = 0; w < 2; ++w) {
+    INFO("worker " << w);
+    const json status = slice[w].WaitForState("extra", "running", Seconds(20));
+    REQUIRE(status["state"] == "running");
+    CHECK(status["command"] == json::array({"/bin/sleep", "3601"}));
+  }
 }
 
 TEST_CASE("slice: a second tpud claiming a worker's id does not join, and the gang runs on untouched",
