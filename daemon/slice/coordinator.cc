@@ -50,6 +50,7 @@ void Coordinator::Stop() {
     stopping_ = true;
   }
   inputs_cv_.notify_all();
+  reset_cancel_.Cancel();
   if (thread_.joinable()) thread_.join();
   if (watcher_) watcher_->Stop();
   if (keepalive_) keepalive_->Stop();
@@ -683,8 +684,14 @@ void Coordinator::Lead() {
       if (!FencedWrite(job, step.next)) return;
       SPDLOG_WARN("slice {}: job {}: resetting the slice for generation {} ({})", options_.slice, job,
                   record.commit.generation, FailureClassName(*record.commit.reset_class));
-      const absl::Status reset = options_.reset_slice ? options_.reset_slice()
+      const absl::Status reset = options_.reset_slice ? options_.reset_slice(&reset_cancel_)
                                                       : absl::UnimplementedError("no slice reset configured");
+      if (reset_cancel_.cancelled()) {
+        SPDLOG_WARN("slice {}: job {}: slice reset cut short: tpud is stopping ({}); the next leader restarts the "
+                    "gang without it",
+                    options_.slice, job, reset.ok() ? "done" : std::string(reset.message()));
+        return;
+      }
       if (reset.ok()) {
         SPDLOG_INFO("slice {}: job {}: slice reset done", options_.slice, job);
       } else {

@@ -39,6 +39,7 @@
 #include "daemon/etcd/etcd_client.h"
 #include "daemon/slice/gang_rules.h"
 #include "daemon/slice/records.h"
+#include "daemon/gce/http_client.h"
 
 namespace tpud::slice {
 
@@ -52,8 +53,10 @@ struct CoordinatorOptions {
   std::filesystem::path state_dir;   // Where the lease id is kept across tpud restarts; empty: not kept.
   SliceReset reset = SliceReset::kNone;
   // SliceReset::kSlice: resets the whole slice (queuedResources.reset);
-  // blocks the coordinator thread until the reset is done.
-  std::function<absl::Status()> reset_slice;
+  // blocks the coordinator thread until the reset is done, or until the
+  // token is cancelled (Stop cancels it: a tpud shutting down does not wait
+  // out a reset of up to tpu.reset.timeout_seconds).
+  std::function<absl::Status(HttpCancel*)> reset_slice;
   std::chrono::milliseconds tick{250};  // How often pending work is retried.
 };
 
@@ -182,6 +185,7 @@ class Coordinator final : public GangLink {
   std::thread thread_;
 
   // Coordinator thread only.
+  HttpCancel reset_cancel_;  // Cancelled by Stop, from any thread.
   std::unique_ptr<etcd::LeaseKeepAlive> keepalive_;
   std::unique_ptr<etcd::Watcher> watcher_;
   etcd::Lease lease_;

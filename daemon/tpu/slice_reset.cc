@@ -52,11 +52,11 @@ absl::Status QueuedResourceReset::Reset(CancelToken* cancel) {
   }
 }
 
-std::function<absl::Status()> MakeSliceReset(const TpuConfig& config) {
+std::function<absl::Status(CancelToken*)> MakeSliceReset(const TpuConfig& config) {
   if (config.queued_resource.empty()) return nullptr;
   auto metadata = std::make_shared<MetadataClient>(MetadataBaseUrl(config.metadata_host));
   auto reset = std::make_shared<QueuedResourceReset>(config, NewCurlHttpClient(), metadata, SystemWaitClock());
-  return [reset] { return reset->Reset(); };
+  return [reset](CancelToken* cancel) { return reset->Reset(cancel); };
 }
 
 }  // namespace tpud

@@ -47,6 +47,6 @@ class QueuedResourceReset {
 
 // The slice reset for the daemon (null when tpu.queued_resource is empty):
 // the api backend's transport and token, real time.
-std::function<absl::Status()> MakeSliceReset(const TpuConfig& config);
+std::function<absl::Status(CancelToken*)> MakeSliceReset(const TpuConfig& config);
 
 }  // namespace tpud

@@ -4,6 +4,7 @@
 // and nothing is committed while etcd is down.
 #include "daemon/slice/coordinator.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <mutex>
@@ -33,10 +34,15 @@ class Worker {
     options.state_dir = state_dir;
     options.tick = 50ms;
     options.reset = SliceReset::kSlice;
-    options.reset_slice = [this] {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++resets_;
-      return absl::OkStatus();
+    options.reset_slice = [this](HttpCancel* cancel) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++resets_;
+      }
+      // A slow reset, when asked for: it lasts until cancelled (or a minute).
+      for (int i = 0; block_reset_ && i < 6000 && !cancel->cancelled(); ++i) std::this_thread::sleep_for(10ms);
+      reset_cancelled_ = cancel->cancelled();
+      return cancel->cancelled() ? absl::CancelledError("cancelled") : absl::OkStatus();
     };
     CoordinatorHooks hooks;
     hooks.post = [](std::function<void()> fn) { fn(); };
@@ -82,6 +88,8 @@ class Worker {
     coordinator_->Report("train", GangReport{id, generation, std::move(steps)});
   }
   void Stop() { coordinator_->Stop(); }
+  void BlockResets() { block_reset_ = true; }
+  bool reset_cancelled() const { return reset_cancelled_; }
 
  private:
   std::unique_ptr<etcd::GrpcEtcdClient> client_;
@@ -90,6 +98,8 @@ class Worker {
   std::vector<GangCommit> commits_;
   std::vector<std::string> specs_;
   int resets_ = 0;
+  std::atomic<bool> block_reset_{false};
+  std::atomic<bool> reset_cancelled_{false};
 };
 
 GangProposal Start() {
@@ -198,6 +208,24 @@ TEST_CASE("slice: a reset-class failure resets the slice exactly once, by the le
   for (int i = 0; i < 3; ++i) workers[i]->ReportSteps(2, {5}, i);
   for (auto& w : workers) REQUIRE(w->WaitFor(2, GangPhase::kStarting));
   CHECK(workers[0]->resets() + workers[1]->resets() + workers[2]->resets() == 1);
+}
+
+TEST_CASE("slice: a leader stopped during a slice reset cancels it rather than wait it out", "[slice]") {
+  tpud::testing::EtcdCluster cluster(1);
+  Dirs dirs;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(cluster.endpoints(), 0, 1, dirs.For(0)));
+  REQUIRE(WaitUntil([&] { return workers[0]->coordinator().View().leader == 0; }, 10000ms));
+  StartGang(workers, {{5}});
+  workers[0]->BlockResets();
+  workers[0]->coordinator().Propose("train", Crash(1, 0, RecoveryAction::kResetAndRestart));
+  REQUIRE(workers[0]->WaitFor(2, GangPhase::kStopping));
+  workers[0]->ReportSteps(2, {5}, 0);
+  REQUIRE(WaitUntil([&] { return workers[0]->resets() == 1; }, 10000ms));  // The reset runs.
+  const auto start = std::chrono::steady_clock::now();
+  workers[0]->Stop();
+  CHECK(std::chrono::steady_clock::now() - start < 30s);  // Not the minute the reset would take.
+  CHECK(workers[0]->reset_cancelled());
 }
 
 TEST_CASE("slice: a lost worker stops the gang, which waits for it and then restarts", "[slice]") {
