@@ -66,7 +66,9 @@ absl::Status Job::Stop(const std::string& reason) { return Feed(machine::StopReq
 absl::Status Job::Restart(const std::string& reason) { return Feed(machine::RestartRequested{reason}); }
 void Job::OnMaintenanceNotice(const std::string& what) { Deliver(machine::MaintenanceNotice{what}); }
 void Job::OnMaintenanceOver() { Deliver(machine::MaintenanceOver{}); }
-void Job::OnGangCommitted(const GangCommit& commit) { Deliver(machine::GangCommitted{commit}); }
+void Job::OnGangCommitted(const GangCommit& commit) {
+  Deliver(machine::GangCommitted{commit, MaintenanceActive()});
+}
 bool Job::wants_running() const { return machine_.wants_running(); }
 
 absl::Status Job::Feed(machine::Event event) {

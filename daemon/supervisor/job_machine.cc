@@ -552,6 +552,7 @@ class Decider {
     if (s_.gang && (commit.generation < s_.gang->generation || *s_.gang == commit)) return Done();  // Stale or known.
     s_.gang = commit;
     if (!s_.attempt_alive) {
+      if (e.maintenance_active) s_.maintenance_hold = true;
       FollowCommit();
       return Done();
     }

@@ -185,7 +185,13 @@ struct Resumed {
   double jitter = 0;
 };
 // A generation the slice committed (gang jobs), as every worker sees it.
-struct GangCommitted { GangCommit commit; };
+// `maintenance_active`: this VM's maintenance event is on now (also after a
+// tpud restart, which forgets a hold): a worker with no attempt holds its
+// stop report until the event is over.
+struct GangCommitted {
+  GangCommit commit;
+  bool maintenance_active = false;
+};
 using Event = std::variant<StartRequested, StopRequested, RestartRequested, PreflightChecked, AttemptPrepared,
                            Launched, TimerFired, AttemptExited, HangDetected, MaintenanceNotice, MaintenanceOver,
                            ResetDone, Resumed, GangCommitted>;

@@ -702,6 +702,22 @@ TEST_CASE("Job machine, gang: a worker in a maintenance event reports only once 
   CHECK(over.next.wait == Wait::kGang);
 }
 
+TEST_CASE("Job machine, gang: after a tpud restart, a maintenance event still on holds the report", "[machine][gang]") {
+  // Restored with no attempt: the hold it had is forgotten, but the event is on.
+  State restored = GangIn(JobState::kBackoff);
+  restored.attempt_alive = false;
+  const Decision committed =
+      Step(restored, GangCommitted{Commit(4, GangPhase::kStopping, "worker 1: preemption: exit code 143"), true},
+           GangPolicy());
+  CHECK(committed.next.maintenance_hold);
+  CHECK(committed.next.wait == Wait::kMaintenance);
+  CHECK(committed.next.reported_generation == 0);
+  CHECK(Effects(Step(committed.next, MaintenanceOver{}, GangPolicy())).back() == "report 4");
+  // No event on: it reports at once.
+  CHECK(Effects(Step(restored, GangCommitted{Commit(4, GangPhase::kStopping, "x"), false}, GangPolicy())).back() ==
+        "report 4");
+}
+
 TEST_CASE("Job machine, gang: a local reset backend resets each worker before it reports", "[machine][gang]") {
   State idle = GangIn(JobState::kBackoff);
   GangCommit commit = Commit(4, GangPhase::kStopping, "worker 0: deadline_exceeded: exit code 1");
