@@ -219,7 +219,8 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
                           {"comm", Comm(options.proc, proc.pid)}};
     for (const char* file : {"status", "wchan", "stack", "cmdline"}) {
       if (proc.state == 'D' && std::string(file) == "cmdline") {
-        notes.push_back(absl::StrCat("/proc/", proc.pid, "/cmdline: not read, the process is in uninterruptible sleep"));
+        notes.push_back(
+            absl::StrCat("/proc/", proc.pid, "/cmdline: not read, the process is in uninterruptible sleep"));
         continue;
       }
       std::string error;

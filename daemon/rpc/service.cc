@@ -182,7 +182,7 @@ grpc::Status SupervisorService::WatchEvents(grpc::ServerContext* ctx, const v1::
   };
   std::vector<v1::WatchEventsResponse> history;
   for (const NumberedEvent& event : *start.history) history.push_back(convert(event));
-  std::map<int, std::int64_t> peers_seen;  // Per other worker: the newest sequence sent.
+  PeerCursor peers_seen;
   if (worker >= 0) {
     // The other workers' events go between this worker's, by time; the
     // requested history counts them all.

@@ -128,10 +128,13 @@ class SupervisorService final {
   const TpuPreflight* tpu_checks_ = nullptr;
   // A gang job's status gets the whole gang (GangStatus) from the slice.
   void AddGang(v1::JobStatus* job) const;
-  // The other workers' events of gang `job` (every gang when empty) that
-  // `seen` (worker -> newest sequence sent) does not have yet, oldest first;
-  // updates `seen`.
-  std::vector<v1::WatchEventsResponse> PeerEvents(const std::string& job, std::map<int, std::int64_t>& seen) const;
+  // Per (gang job, other worker): the (time_unix_ms, sequence) of the newest
+  // event sent. Time first: a worker's sequence starts again after its tpud
+  // restarts, and its restored events keep their times.
+  using PeerCursor = std::map<std::pair<std::string, int>, std::pair<std::int64_t, std::int64_t>>;
+  // The other workers' events of gang `job` (every gang when empty) newer
+  // than `seen`, oldest first; updates `seen`.
+  std::vector<v1::WatchEventsResponse> PeerEvents(const std::string& job, PeerCursor& seen) const;
   // This worker's id in the slice; nullopt without one.
   std::optional<int> SliceWorker() const;
   // Doctor's slice checks: etcd reachable, every worker a member.

@@ -66,8 +66,7 @@ std::optional<int> SupervisorService::SliceWorker() const {
   return slice_->View().worker_id;
 }
 
-std::vector<v1::WatchEventsResponse> SupervisorService::PeerEvents(const std::string& job,
-                                                                   std::map<int, std::int64_t>& seen) const {
+std::vector<v1::WatchEventsResponse> SupervisorService::PeerEvents(const std::string& job, PeerCursor& seen) const {
   std::vector<v1::WatchEventsResponse> out;
   if (slice_ == nullptr) return out;
   const slice::SliceView view = slice_->View();
@@ -75,9 +74,9 @@ std::vector<v1::WatchEventsResponse> SupervisorService::PeerEvents(const std::st
     if (!job.empty() && gang.job != job) continue;
     for (const auto& [worker, events] : gang.events) {
       if (worker == view.worker_id) continue;  // This worker's own come from its supervisor.
-      std::int64_t& newest = seen[worker];
+      std::pair<std::int64_t, std::int64_t>& newest = seen[{gang.job, worker}];
       for (const slice::GangEvent& e : events.events) {
-        if (e.sequence <= newest) continue;
+        if (std::make_pair(e.time_unix_ms, e.sequence) <= newest) continue;
         v1::JobEvent* event = out.emplace_back().mutable_event();
         event->set_sequence(e.sequence);
         event->set_time_unix_ms(e.time_unix_ms);
@@ -101,7 +100,9 @@ std::vector<v1::WatchEventsResponse> SupervisorService::PeerEvents(const std::st
           ToProto(exit, event->mutable_exit());
         }
       }
-      if (!events.events.empty()) newest = std::max(newest, events.events.back().sequence);
+      for (const slice::GangEvent& e : events.events) {
+        newest = std::max(newest, std::make_pair(e.time_unix_ms, e.sequence));
+      }
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const v1::WatchEventsResponse& a, const v1::WatchEventsResponse& b) {

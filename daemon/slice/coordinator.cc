@@ -500,7 +500,8 @@ bool Coordinator::FlushSpecs() {
 
 template <typename T>
 bool Coordinator::FlushLatest(std::map<std::string, T>& pending, std::map<std::string, T>& written,
-                              std::string (Keys::*key)(const std::string&, int) const, std::string (*encode)(const T&)) {
+                              std::string (Keys::*key)(const std::string&, int) const,
+                              std::string (*encode)(const T&)) {
   while (!pending.empty()) {
     auto it = pending.begin();
     absl::StatusOr<std::int64_t> put = etcd_.Put((keys_.*key)(it->first, options_.worker_id), encode(it->second));

@@ -184,7 +184,8 @@ TEST_CASE("Bundle: a bundle already complete for the number is moved aside, neve
     if (entry.path().filename().string().rfind("1.replaced-", 0) == 0) aside.push_back(entry.path());
   }
   REQUIRE(aside.size() == 1);
-  CHECK(nlohmann::json::parse(dir.Read((aside[0] / "summary.json").lexically_relative(dir.path()).string()))["attempt"] == 3);
+  const std::string kept = dir.Read((aside[0] / "summary.json").lexically_relative(dir.path()).string());
+  CHECK(nlohmann::json::parse(kept)["attempt"] == 3);
   CHECK(nlohmann::json::parse(dir.Read("incidents/digits/1/summary.json"))["notes"].dump().find(aside[0].string()) !=
         std::string::npos);
   CHECK(ListBundles(options.dir, "digits") == std::vector<std::int64_t>{1});
