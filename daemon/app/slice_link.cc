@@ -30,12 +30,7 @@ slice::WorkerEvents WorkerEventsOf(const Supervisor& supervisor, const std::stri
     gang_event.reason = event->reason;
     gang_event.attempt = event->attempt;
     if (event->checkpoint && event->checkpoint->step >= 0) gang_event.step = event->checkpoint->step;
-    if (event->exit) {
-      gang_event.exit_code = event->exit->code;
-      gang_event.exit_signal = event->exit->signal;
-      gang_event.core_dumped = event->exit->core_dumped;
-      gang_event.spawn_error = event->exit->spawn_error;
-    }
+    gang_event.exit = event->exit;
     out.events.push_back(std::move(gang_event));
   }
   if (out.events.size() > slice::WorkerEvents::kMaxWorkerEvents) {

@@ -210,7 +210,6 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
   nlohmann::json processes = nlohmann::json::array();
   const std::vector<ProcStat> procs = AttemptProcesses(request);
   if (request.trigger == "hang" && procs.empty()) notes.push_back("no process of the attempt was alive to capture");
-  std::map<std::string, std::string> env = request.env;
   // /proc first: cheap, and it shows where each thread sleeps (wchan) even
   // when eu-stack runs out of time.
   for (const ProcStat& proc : procs) {
@@ -279,7 +278,7 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
   WriteFile(result.dir, "log-tail.txt", tail, &notes);
 
   std::string env_text;
-  for (const auto& [name, value] : RedactEnv(env)) absl::StrAppend(&env_text, name, "=", value, "\n");
+  for (const auto& [name, value] : RedactEnv(request.env)) absl::StrAppend(&env_text, name, "=", value, "\n");
   WriteFile(result.dir, "env.txt", Capped(env_text, kMaxProcFileBytes * 4), &notes);
 
   if (!request.tpu.empty()) WriteFile(result.dir, "tpu.txt", request.tpu, &notes);

@@ -91,14 +91,7 @@ std::vector<v1::WatchEventsResponse> SupervisorService::PeerEvents(const std::st
           ToProto(e.step ? std::optional<CheckpointRef>(CheckpointRef{{}, *e.step}) : std::nullopt,
                   event->mutable_checkpoint());
         }
-        if (e.exit_code) {
-          ExitStatus exit;
-          exit.code = *e.exit_code;
-          exit.signal = e.exit_signal;
-          exit.core_dumped = e.core_dumped;
-          exit.spawn_error = e.spawn_error;
-          ToProto(exit, event->mutable_exit());
-        }
+        if (e.exit) ToProto(*e.exit, event->mutable_exit());
       }
       for (const slice::GangEvent& e : events.events) {
         newest = std::max(newest, std::make_pair(e.time_unix_ms, e.sequence));

@@ -183,11 +183,11 @@ std::string EncodeEvents(const WorkerEvents& events) {
     json j = {{"sequence", e.sequence}, {"time_unix_ms", e.time_unix_ms}, {"from", e.from},
               {"to", e.to},             {"reason", e.reason},             {"attempt", e.attempt}};
     if (e.step) j["step"] = *e.step;
-    if (e.exit_code) {
-      j["exit"] = {{"code", *e.exit_code},
-                   {"signal", e.exit_signal},
-                   {"core_dumped", e.core_dumped},
-                   {"spawn_error", e.spawn_error}};
+    if (e.exit) {
+      j["exit"] = {{"code", e.exit->code},
+                   {"signal", e.exit->signal},
+                   {"core_dumped", e.exit->core_dumped},
+                   {"spawn_error", e.exit->spawn_error}};
     }
     list.push_back(std::move(j));
   }
@@ -210,10 +210,11 @@ absl::StatusOr<WorkerEvents> DecodeEvents(const std::string& text) {
       if (e.contains("step")) event.step = e.at("step").get<std::int64_t>();
       if (e.contains("exit")) {
         const json& exit = e.at("exit");
-        event.exit_code = exit.value("code", -1);
-        event.exit_signal = exit.value("signal", 0);
-        event.core_dumped = exit.value("core_dumped", false);
-        event.spawn_error = exit.value("spawn_error", "");
+        event.exit.emplace();
+        event.exit->code = exit.value("code", -1);
+        event.exit->signal = exit.value("signal", 0);
+        event.exit->core_dumped = exit.value("core_dumped", false);
+        event.exit->spawn_error = exit.value("spawn_error", "");
       }
       events.events.push_back(std::move(event));
     }

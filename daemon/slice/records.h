@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/core/exit_status.h"
 #include "daemon/core/failure_rule.h"
 #include "daemon/core/gang.h"
 #include "daemon/core/job_spec.h"
@@ -115,12 +116,7 @@ struct GangEvent {
   std::string reason;
   int attempt = 0;
   std::optional<std::int64_t> step;  // The checkpoint step it resumes from, on entering "starting".
-  // How the attempt ended, when that caused the change: exit code (-1 when
-  // signalled), signal (0 when it exited), core dump, spawn error.
-  std::optional<int> exit_code;
-  int exit_signal = 0;
-  bool core_dumped = false;
-  std::string spawn_error;
+  std::optional<ExitStatus> exit;    // How the attempt ended, when that caused the change.
   bool operator==(const GangEvent&) const = default;
 };
 

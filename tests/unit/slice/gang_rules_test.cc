@@ -291,9 +291,7 @@ TEST_CASE("Slice records: every field survives etcd's JSON, and garbage is an er
   crashed.to = "backoff";
   crashed.reason = "crash: Check failed";
   crashed.attempt = 2;
-  crashed.exit_code = -1;
-  crashed.exit_signal = 6;
-  crashed.core_dumped = true;
+  crashed.exit = ExitStatus{-1, 6, true, ""};
   GangEvent resumed;
   resumed.sequence = 42;
   resumed.from = "backoff";
