@@ -40,7 +40,9 @@ std::optional<GangPhase> ParseGangPhase(const std::string& name);
 
 // What a worker (or a person, through any worker) asks of the gang.
 struct GangProposal {
-  enum class Intent { kRestart, kStart, kStop };
+  // kLeave: this worker's tpud is shutting down and stops its attempt
+  // (stop_jobs_on_exit); the gang restarts, uncounted, once it is back.
+  enum class Intent { kRestart, kStart, kStop, kLeave };
   Intent intent = Intent::kRestart;
   std::int64_t base_generation = 0;  // The generation the proposer saw; a newer one makes it moot.
   int worker = -1;                   // Who proposes.

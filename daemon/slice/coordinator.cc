@@ -137,8 +137,13 @@ void Coordinator::Run() {
     {
       std::unique_lock<std::mutex> lock(inputs_mu_);
       inputs_cv_.wait_for(lock, options_.tick, [this] { return stopping_ || !inputs_.empty(); });
-      if (stopping_) return;
       inputs.swap(inputs_);
+      if (stopping_) {
+        lock.unlock();
+        Drain(inputs);
+        if (!proposals_.empty() && keepalive_ && etcd_up_) FlushProposals();
+        return;
+      }
     }
     Drain(inputs);
     if (!EnsureSession()) continue;

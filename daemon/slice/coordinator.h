@@ -100,8 +100,10 @@ class Coordinator final : public GangLink {
 
   // Starts the coordinator thread. Joining etcd happens there (and is retried).
   void Start();
-  // Stops the thread. The lease is not revoked: it lapses after its TTL
-  // unless the next tpud takes it over.
+  // Stops the thread. Proposals already made are written first, once, while
+  // etcd answers (a gang worker leaving on shutdown must reach the others);
+  // that takes at most etcd's request timeout per write. The lease is not
+  // revoked: it lapses after its TTL unless the next tpud takes it over.
   void Stop();
 
   void Propose(const std::string& job, const GangProposal& proposal) override;

@@ -38,6 +38,16 @@ std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationReco
                                               const GangProposal& proposal, std::int64_t now_unix_ms) {
   const bool active = current && Active(*current);
   switch (proposal.intent) {
+    case GangProposal::Intent::kLeave: {
+      if (!current || current->commit.phase != GangPhase::kStarting ||
+          current->commit.generation != proposal.base_generation) {
+        return std::nullopt;
+      }
+      GenerationRecord next = Next(current, GangPhase::kStopping, proposal.reason, now_unix_ms);
+      next.cause.reset();
+      next.counted = false;
+      return next;
+    }
     case GangProposal::Intent::kStop: {
       if (!active) return std::nullopt;
       GenerationRecord next = Next(current, GangPhase::kStopped, proposal.reason, now_unix_ms);

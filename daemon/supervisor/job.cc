@@ -64,6 +64,10 @@ bool Job::MaintenanceActive() const { return deps_.maintenance_active && deps_.m
 absl::Status Job::Start(const std::string& reason) { return Feed(machine::StartRequested{reason}); }
 absl::Status Job::Stop(const std::string& reason) { return Feed(machine::StopRequested{reason}); }
 absl::Status Job::Restart(const std::string& reason) { return Feed(machine::RestartRequested{reason}); }
+void Job::StopForShutdown(const std::string& reason) { Deliver(machine::ShutdownRequested{reason}); }
+bool Job::stopped_for_shutdown() const {
+  return !IsActive(machine_.state) || (machine_.leaving && machine_.state == JobState::kBackoff);
+}
 void Job::OnMaintenanceNotice(const std::string& what) { Deliver(machine::MaintenanceNotice{what}); }
 void Job::OnMaintenanceOver() { Deliver(machine::MaintenanceOver{}); }
 void Job::OnGangCommitted(const GangCommit& commit) {

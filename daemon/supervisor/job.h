@@ -193,6 +193,14 @@ class Job final : public AttemptObserver {
   absl::Status Stop(const std::string& reason);
   // Stops if active, then starts again with a fresh restart budget.
   absl::Status Restart(const std::string& reason);
+  // tpud is shutting down and stops its jobs (stop_jobs_on_exit): as Stop
+  // for a job alone; a gang worker leaves the gang until the next tpud
+  // instead of stopping it (machine::ShutdownRequested). Settled once
+  // stopped_for_shutdown() holds.
+  void StopForShutdown(const std::string& reason);
+  // Inactive, or a gang worker with no attempt left, waiting for the next
+  // tpud to follow the gang.
+  bool stopped_for_shutdown() const;
   // Replaces the spec; it applies from the next attempt on.
   void UpdateSpec(JobSpec spec);
   // A maintenance event or preemption notice (`what`, e.g. "maintenance-event

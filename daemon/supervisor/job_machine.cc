@@ -44,6 +44,41 @@ class Decider {
     return Done();
   }
 
+  Decision Shutdown(const std::string& reason) {
+    if (!p_.gang) return Stop(reason);
+    s_.leaving = true;
+    // The gang runs (or this worker's attempt does, with no commit seen):
+    // the others stop and wait for this worker rather than hang at their
+    // next collective. A gang that is stopping waits for it anyway.
+    const bool gang_running = s_.gang ? s_.gang->phase == GangPhase::kStarting : s_.attempt_alive;
+    if (gang_running) {
+      GangProposal proposal;
+      proposal.intent = GangProposal::Intent::kLeave;
+      proposal.base_generation = s_.gang ? s_.gang->generation : s_.generation;
+      proposal.worker = p_.worker;
+      proposal.reason = StrCat("worker ", p_.worker, " left: ", reason);
+      proposal.restart = p_.restart;
+      fx_.push_back(ProposeGeneration{proposal});
+    }
+    const std::string why = StrCat(reason, ": leaving the gang until tpud is back");
+    switch (s_.state) {
+      case JobState::kStarting:
+      case JobState::kRunning:
+        TransitionTo(JobState::kStopping, why);
+        s_.stop = StopIntent::kGang;
+        SendRung(0);
+        break;
+      case JobState::kBackoff:
+        // No attempt: wait here, persisted as waiting for the gang, which
+        // the next tpud follows (Report and Prepare do nothing meanwhile).
+        WaitForGang(why);
+        break;
+      default:
+        break;  // Stopping goes on as it was; an inactive job stays so.
+    }
+    return Done();
+  }
+
   // Stops this worker's attempt (or its wait) for a person's stop.
   void StopHere(const std::string& reason) {
     switch (s_.state) {
@@ -98,6 +133,7 @@ class Decider {
   }
 
   void Prepare() {
+    if (s_.leaving) return WaitForGang("not launching: tpud is stopping; its next run follows the gang");
     ++s_.attempt;
     ++s_.attempts_total;
     s_.notice_sent = false;
@@ -622,6 +658,7 @@ class Decider {
   }
 
   void Report() {
+    if (s_.leaving) return;  // The next tpud reports, once it is back.
     s_.reported_generation = s_.gang->generation;
     fx_.push_back(ReportStopped{s_.gang->generation});
   }
@@ -711,6 +748,7 @@ Decision Step(const State& state, const Event& event, const Policy& policy) {
         if constexpr (std::is_same_v<E, StartRequested>) return d.Start(e.reason);
         if constexpr (std::is_same_v<E, StopRequested>) return d.Stop(e.reason);
         if constexpr (std::is_same_v<E, RestartRequested>) return d.Restart(e.reason);
+        if constexpr (std::is_same_v<E, ShutdownRequested>) return d.Shutdown(e.reason);
         if constexpr (std::is_same_v<E, PreflightChecked>) return d.Preflight(e);
         if constexpr (std::is_same_v<E, AttemptPrepared>) return d.Prepared(e);
         if constexpr (std::is_same_v<E, Launched>) return d.LaunchResult(e);

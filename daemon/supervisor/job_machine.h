@@ -98,6 +98,10 @@ struct State {
   std::int64_t generation = 0;          // Of the newest attempt (its TPUD_GANG_GENERATION); 0: none.
   std::optional<GangCommit> gang;       // The newest commit seen.
   std::int64_t failed_generation = 0;   // A generation whose attempt failed here (proposed already).
+  // tpud is shutting down with stop_jobs_on_exit: this worker left the gang
+  // (ShutdownRequested) and neither reports nor launches again; its next
+  // tpud does. Not persisted: it ends with this tpud.
+  bool leaving = false;
   std::int64_t reported_generation = 0; // The newest kStopping generation reported to.
   // This worker's attempt ended in a maintenance event: it reports (so the
   // gang may restart) only once the event is over.
@@ -130,6 +134,13 @@ struct Policy {
 struct StartRequested { std::string reason; };
 struct StopRequested { std::string reason; };
 struct RestartRequested { std::string reason; };
+// tpud is shutting down and stops its jobs (stop_jobs_on_exit). A job alone
+// stops as for StopRequested. A gang worker leaves the gang for a while
+// instead of stopping it for good: it stops its attempt, proposes a restart
+// the gang does not count (GangProposal::Intent::kLeave), and neither reports
+// its steps nor launches in this tpud; the gang waits for it, and its next
+// tpud reports, so the gang restarts together.
+struct ShutdownRequested { std::string reason; };
 // The preflight checks' verdict (after a RunPreflight effect).
 struct PreflightChecked {
   absl::Status status;                    // OK: go on.
@@ -192,7 +203,7 @@ struct GangCommitted {
   GangCommit commit;
   bool maintenance_active = false;
 };
-using Event = std::variant<StartRequested, StopRequested, RestartRequested, PreflightChecked, AttemptPrepared,
+using Event = std::variant<StartRequested, StopRequested, RestartRequested, ShutdownRequested, PreflightChecked, AttemptPrepared,
                            Launched, TimerFired, AttemptExited, HangDetected, MaintenanceNotice, MaintenanceOver,
                            ResetDone, Resumed, GangCommitted>;
 

@@ -344,14 +344,14 @@ std::vector<JobSnapshot> Supervisor::List() const {
 
 void Supervisor::StopAll(const std::string& reason, std::function<void()> done) {
   stop_all_done_ = std::move(done);
-  for (auto& [name, job] : jobs_) (void)job->Stop(reason);
+  for (auto& [name, job] : jobs_) job->StopForShutdown(reason);
   CheckStopAllDone();
 }
 
 void Supervisor::CheckStopAllDone() {
   if (!stop_all_done_) return;
   for (const auto& [name, job] : jobs_) {
-    if (IsActive(job->state())) return;
+    if (!job->stopped_for_shutdown()) return;
   }
   std::exchange(stop_all_done_, nullptr)();
 }
@@ -388,7 +388,7 @@ void Supervisor::OnJobEvent(const JobEvent& event) {
   Record(event.job, numbered);
   if (Job* job = FindJob(event.job)) PersistJob(*job);
   PersistEvent(event);
-  if (stop_all_done_ && !IsActive(event.to)) CheckStopAllDone();
+  if (stop_all_done_) CheckStopAllDone();  // A gang worker is done in BACKOFF.
 }
 
 void Supervisor::OnIncident(const Incident& incident) {

@@ -170,7 +170,9 @@ class Supervisor final : public JobListener {
   // What the state store's writes have done (see StoreHealth).
   const StoreHealth& store_health() const { return store_health_; }
 
-  // Stops every active job; calls `done` (on the loop) once none is active.
+  // tpud is shutting down: stops every active job (Job::StopForShutdown: a
+  // gang worker leaves its gang rather than stop it); calls `done` (on the
+  // loop) once every job is stopped_for_shutdown().
   void StopAll(const std::string& reason, std::function<void()> done);
 
   // A GCE metadata value changed (instance/preempted, instance/maintenance-event):

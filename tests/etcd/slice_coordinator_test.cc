@@ -259,6 +259,33 @@ TEST_CASE("slice: a lost worker stops the gang, which waits for it and then rest
   CHECK(workers[lost]->last()->step == 7);
 }
 
+TEST_CASE("slice: a worker leaving as its tpud stops is written before it stops, and the gang waits for it",
+          "[slice]") {
+  tpud::testing::EtcdCluster cluster(1);
+  Dirs dirs;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < 2; ++i) workers.push_back(std::make_unique<Worker>(cluster.endpoints(), i, 2, dirs.For(i)));
+  REQUIRE(WaitUntil([&] { return workers[0]->coordinator().View().members.size() == 2; }, 10000ms));
+  StartGang(workers, {{7}, {7}});
+  GangProposal leave;
+  leave.intent = GangProposal::Intent::kLeave;
+  leave.base_generation = 1;
+  leave.worker = 1;
+  leave.reason = "worker 1 left: tpud received SIGTERM";
+  workers[1]->coordinator().Propose("train", leave);
+  workers[1]->Stop();  // At once: the proposal still reaches etcd.
+  REQUIRE(workers[0]->WaitFor(2, GangPhase::kStopping));
+  CHECK(workers[0]->last()->reason == "worker 1 left: tpud received SIGTERM");
+  workers[0]->ReportSteps(2, {7}, 0);
+  std::this_thread::sleep_for(500ms);
+  CHECK(workers[0]->last()->phase == GangPhase::kStopping);  // Waits for the worker that left.
+  workers[1] = std::make_unique<Worker>(cluster.endpoints(), 1, 2, dirs.For(1));
+  REQUIRE(workers[1]->WaitFor(2, GangPhase::kStopping));
+  workers[1]->ReportSteps(2, {7}, 1);
+  for (auto& w : workers) REQUIRE(w->WaitFor(2, GangPhase::kStarting));
+  CHECK(workers[0]->last()->restarts == 0);
+}
+
 TEST_CASE("slice: a tpud restart within the lease rejoins with its lease, and nobody is lost", "[slice]") {
   tpud::testing::EtcdCluster cluster(1);
   Dirs dirs;

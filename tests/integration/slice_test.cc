@@ -2,6 +2,8 @@
 // act as the workers of one slice, agreeing through a real etcd on loopback,
 // and run one gang job (tests/data/gang_trainer.py) with real child processes.
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -15,6 +17,7 @@
 
 #include "tests/support/etcd_cluster.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/processes.h"
 #include "tests/integration/tpu_cloud.h"
 
 namespace tpud::testing {
@@ -220,12 +223,36 @@ TEST_CASE("slice: one worker's crash restarts every worker together from the new
 TEST_CASE("slice: a hang on one worker stops it, and every worker restarts together", "[slice][integration]") {
   Slice slice(2, 1, /*progress_timeout=*/2);
   REQUIRE(slice.WaitAllRunning(1));
+  // `tpuctl events -f` on worker 0, following from before the hang.
+  TempDir out_dir;
+  const fs::path followed = out_dir.path() / "events.txt";
+  const pid_t follower = ::fork();
+  if (follower == 0) {
+    (void)!::freopen(followed.c_str(), "w", stdout);
+    ::execl(TPUCTL_BIN, TPUCTL_BIN, "--socket", slice[0].socket().c_str(), "events", "-f", "train",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  KeepChild(follower);
   slice.Inject("hang", 1);
   REQUIRE(slice.WaitAllRunning(2, Seconds(40)));
   const json status = slice[0].Status("train");
   CHECK(status["gang"]["reason"].get<std::string>().find("worker 1: hang") != std::string::npos);
   CHECK(status["gang"]["restarts_by_reason"]["hang"] == 1);
   CHECK(status["attempt"] == 2);
+  // The follower printed worker 1's stop for its hang as it happened, and
+  // worker 0's own stop for the gang's generation 2.
+  const auto followed_line = [&](const std::string& a, const std::string& b) {
+    for (const std::string& line : Lines(ReadFile(followed))) {
+      if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
+    }
+    return false;
+  };
+  CHECK(WaitFor([&] { return followed_line("running -> stopping attempt=1 worker=1 ", "hang"); }, Seconds(10)));
+  CHECK(followed_line("running -> stopping attempt=1 worker=0 ", "gang generation 2"));
+  ::kill(follower, SIGTERM);
+  ::waitpid(follower, nullptr, 0);
+  ReleaseChild(follower);
 }
 
 TEST_CASE("slice: a failure that needs a TPU reset resets the slice once, through its queued resource",
@@ -417,6 +444,24 @@ TEST_CASE("slice: tpud SIGKILLed on one worker rejoins, and nothing restarts", "
     CHECK(s["attempt"] == 1);
   }
   CHECK(slice[1].Status("train")["pid"] == pid);  // The trainer kept running under its shim.
+}
+
+TEST_CASE("slice: a tpud stopping its jobs on exit leaves the gang, which restarts once it is back",
+          "[slice][integration]") {
+  Slice slice(2);  // The harness gives every tpud stop_jobs_on_exit: true.
+  REQUIRE(slice.WaitAllRunning(1));
+  const int trainer = slice[1].Status("train")["pid"];
+  REQUIRE(slice[1].Shutdown(Seconds(20)) == 0);
+  CHECK(kill(trainer, 0) != 0);  // Its attempt was stopped before it exited.
+  // Worker 0 stops too and waits for worker 1: the gang is stopping, not stopped for good.
+  REQUIRE(WaitFor([&] { return slice[0].Status("train")["gang"]["generation"] == 2; }, Seconds(20)));
+  const json waiting = slice[0].WaitForState("train", "backoff", Seconds(20));
+  CHECK(waiting["state"] == "backoff");
+  CHECK(waiting["gang"]["phase"] == "stopping");
+  CHECK(waiting["gang"]["reason"] == "worker 1 left: tpud received SIGTERM");
+  slice.Start(1);
+  REQUIRE(slice.WaitAllRunning(2));
+  CHECK(slice[0].Status("train")["gang"]["restarts"] == 0);  // Not the job's fault: not counted.
 }
 
 TEST_CASE("slice: a lost worker stops the others, which resume together once it is back", "[slice][integration]") {

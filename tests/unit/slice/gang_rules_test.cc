@@ -132,6 +132,30 @@ TEST_CASE("Gang proposals: a person's start, restart and stop", "[slice]") {
   }
 }
 
+TEST_CASE("Gang proposals: a worker leaving on shutdown restarts a running gang, uncounted, budget kept",
+          "[slice]") {
+  GenerationRecord running = Record(3, GangPhase::kStarting, 2);
+  running.commit.restarts_by_reason = {{"crash", 2}};
+  GangProposal leave = Person(GangProposal::Intent::kLeave);
+  leave.base_generation = 3;
+  leave.worker = 1;
+  leave.reason = "worker 1 left: tpud received SIGTERM";
+  const std::optional<GenerationRecord> next = ApplyProposal(running, leave, kNow);
+  REQUIRE(next);
+  CHECK(next->commit.generation == 4);
+  CHECK(next->commit.phase == GangPhase::kStopping);  // Not kStopped: the gang comes back.
+  CHECK(next->commit.reason == "worker 1 left: tpud received SIGTERM");
+  CHECK(next->commit.restarts == 2);  // Neither counted nor a fresh budget.
+  CHECK(next->commit.restarts_by_reason.at("crash") == 2);
+  CHECK_FALSE(next->counted);
+  CHECK_FALSE(next->cause);
+  // Only a running generation the worker saw: otherwise the gang waits for it anyway.
+  CHECK_FALSE(ApplyProposal(*next, leave, kNow));
+  CHECK_FALSE(ApplyProposal(Record(3, GangPhase::kStopping), leave, kNow));
+  CHECK_FALSE(ApplyProposal(Record(3, GangPhase::kStopped), leave, kNow));
+  CHECK_FALSE(ApplyProposal(std::nullopt, leave, kNow));
+}
+
 TEST_CASE("Gang leader: waits for every worker, then starts all from the newest common step", "[slice]") {
   GenerationRecord stopping = *ApplyProposal(Record(3, GangPhase::kStarting),
                                              Failure(3, 1, FailureClass::kCrash, RecoveryAction::kRestart, 45), kNow);

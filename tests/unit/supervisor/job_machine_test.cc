@@ -51,9 +51,10 @@ std::string Describe(const Effect& effect) {
         if constexpr (std::is_same_v<E, Log>) return "log";
         if constexpr (std::is_same_v<E, ProposeGeneration>) {
           const GangProposal& p = e.proposal;
-          const char* intent = p.intent == GangProposal::Intent::kStart  ? "start"
-                               : p.intent == GangProposal::Intent::kStop ? "stop"
-                                                                         : "restart";
+          const char* intent = p.intent == GangProposal::Intent::kStart   ? "start"
+                               : p.intent == GangProposal::Intent::kStop  ? "stop"
+                               : p.intent == GangProposal::Intent::kLeave ? "leave"
+                                                                          : "restart";
           std::string out = StrCat("propose ", intent, " after ", p.base_generation, " by worker ", p.worker);
           if (p.failure) {
             absl::StrAppend(&out, " (", FailureClassName(p.failure->failure_class), ", ",
@@ -759,6 +760,55 @@ TEST_CASE("Job machine, gang: requests are proposals to the slice", "[machine][g
   const Decision again = Step(GangIn(JobState::kRunning), StartRequested{"again"}, GangPolicy());
   CHECK(again.status.code() == absl::StatusCode::kFailedPrecondition);
   CHECK(again.status.message() == "job \"digits\" is already active as a gang (generation 3: starting)");
+}
+
+TEST_CASE("Job machine, gang: tpud shutting down with stop_jobs_on_exit leaves the gang, never stops it",
+          "[machine][gang]") {
+  State stopping_gang = GangIn(JobState::kBackoff);
+  stopping_gang.gang = Commit(4, GangPhase::kStopping);
+  Check({
+      GangRow("running: the attempt stops, and the gang is asked to restart without this worker's vote",
+              GangIn(JobState::kRunning), ShutdownRequested{"tpud received SIGTERM"},
+              {"propose leave after 3 by worker 1",
+               "-> stopping: tpud received SIGTERM: leaving the gang until tpud is back", "signal 15",
+               "timer rung 10s #1", "persist"},
+              [](const State& s) {
+                CHECK(s.leaving);
+                CHECK(s.stop == StopIntent::kGang);
+                CHECK(s.wants_running());  // The next tpud follows the gang.
+              }),
+      GangRow("waiting for the gang, which is stopping: no proposal, it waits on", stopping_gang,
+              ShutdownRequested{"tpud received SIGTERM"},
+              {"reason: tpud received SIGTERM: leaving the gang until tpud is back"},
+              [](const State& s) { CHECK(s.wait == Wait::kGang); }),
+      Row{"a job alone stops as for a person", In(JobState::kRunning), ShutdownRequested{"tpud received SIGTERM"},
+          {"-> stopping: tpud received SIGTERM", "signal 15", "timer rung 10s #1", "persist"},
+          [](const State& s) {
+            CHECK(s.stop == StopIntent::kStop);
+            CHECK_FALSE(s.leaving);
+          }},
+  });
+  // The attempt exits while the gang stops: BACKOFF, but no report (the
+  // gang must wait for this worker, not start without it) and no launch.
+  const Decision left = Step(GangIn(JobState::kRunning), ShutdownRequested{"tpud received SIGTERM"}, GangPolicy());
+  State exiting = left.next;
+  const Decision committed =
+      Step(exiting, GangCommitted{Commit(4, GangPhase::kStopping, "worker 1 left: tpud received SIGTERM")},
+           GangPolicy());
+  const Decision exited = Step(committed.next, Exit(143), GangPolicy());
+  CHECK(exited.next.state == JobState::kBackoff);
+  CHECK(exited.next.wait == Wait::kGang);
+  CHECK(exited.next.reported_generation == 0);
+  for (const std::string& effect : Effects(exited)) CHECK(effect.find("report") == std::string::npos);
+  const Decision started =
+      Step(exited.next, GangCommitted{Commit(4, GangPhase::kStarting, "x", 40)}, GangPolicy());
+  for (const std::string& effect : Effects(started)) CHECK(effect.find("prepare") == std::string::npos);
+  CHECK(started.next.state == JobState::kBackoff);
+  // The next tpud (leaving is not restored) reports the generation.
+  State restored = exited.next;
+  restored.leaving = false;
+  CHECK(Effects(Step(restored, GangCommitted{Commit(5, GangPhase::kStopping, "y")}, GangPolicy())).back() ==
+        "report 5");
 }
 
 TEST_CASE("Job machine, gang: a launch that cannot work fails the gang through the slice", "[machine][gang]") {
