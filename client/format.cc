@@ -11,7 +11,6 @@
 
 #include "client/format_internal.h"
 #include "client/format_slice.h"
-#include "client/format_slice.h"
 
 namespace tpud::client {
 
@@ -204,7 +203,7 @@ Row TableRow(const JobStatus& job) {
           job.last_step() >= 0 ? std::to_string(job.last_step()) : std::string(kNone),
           FormatCheckpoint(job.checkpoint()),
           internal::LastExitCell(job),
-          job.reason()};
+          job.has_gang() ? "[" + internal::GangSummary(job.gang()) + "] " + job.reason() : job.reason()};
 }
 
 std::string DetailCheckpoint(const Checkpoint& checkpoint) {

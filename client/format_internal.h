@@ -79,6 +79,9 @@ std::string FailureCounts(const tpud::v1::JobStatus& job);
 // has no incident.
 void AddLastFailure(std::string& out, const tpud::v1::JobStatus& job);
 
+// One line for a gang job's row in `tpuctl status`: "gang generation 2
+// starting: 3 of 4 workers running, 1 lost" (client/format_slice.cc).
+std::string GangSummary(const tpud::v1::GangStatus& gang);
 // The "gang" object of a gang job's JSON (client/format_slice.cc).
 Json GangJson(const tpud::v1::GangStatus& gang);
 

@@ -48,6 +48,22 @@ std::string FormatGang(const tpud::v1::GangStatus& gang) {
 
 namespace internal {
 
+std::string GangSummary(const tpud::v1::GangStatus& gang) {
+  int running = 0;
+  int lost = 0;
+  for (const tpud::v1::WorkerJobStatus& w : gang.workers()) {
+    if (!w.up()) {
+      ++lost;
+    } else if (w.state() == tpud::v1::JOB_STATE_RUNNING) {
+      ++running;
+    }
+  }
+  std::string line = "gang generation " + std::to_string(gang.generation()) + " " + OrNone(gang.phase()) + ": " +
+                     std::to_string(running) + " of " + std::to_string(gang.workers_size()) + " workers running";
+  if (lost > 0) line += ", " + std::to_string(lost) + " lost";
+  return line;
+}
+
 Json GangJson(const tpud::v1::GangStatus& gang) {
   Json workers = Json::array();
   for (const tpud::v1::WorkerJobStatus& w : gang.workers()) {

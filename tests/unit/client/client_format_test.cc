@@ -131,6 +131,45 @@ TEST_CASE("FormatStatusTable: aligned columns, '-' for what is missing", "[clien
         "-          not started");
 }
 
+TEST_CASE("FormatStatusTable: a gang job's row says how the whole gang is, not only this worker", "[client]") {
+  JobStatus job = RunningJob();
+  tpud::v1::GangStatus* gang = job.mutable_gang();
+  gang->set_generation(3);
+  gang->set_phase("starting");
+  gang->set_step(300);
+  gang->set_restarts(1);
+  gang->set_reason("worker 1: crash: exit code 1");
+  const auto add = [&](int worker, bool up, tpud::v1::JobState state) {
+    tpud::v1::WorkerJobStatus* w = gang->add_workers();
+    w->set_worker(worker);
+    w->set_host("host-" + std::to_string(worker));
+    w->set_up(up);
+    w->set_state(state);
+    w->set_generation(3);
+    w->set_attempt(2);
+    w->set_last_step(-1);
+  };
+  add(0, true, tpud::v1::JOB_STATE_RUNNING);
+  add(1, true, tpud::v1::JOB_STATE_STARTING);
+  add(2, false, tpud::v1::JOB_STATE_RUNNING);
+  add(3, true, tpud::v1::JOB_STATE_UNSPECIFIED);
+  const std::vector<std::string> lines = Lines(FormatStatusTable({job}));
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[1], Catch::EndsWith("[gang generation 3 starting: 1 of 4 workers running, 1 lost] resumed "
+                                       "from step 300"));
+  // `tpuctl status NAME`: one row per worker; a lost one says so, one that never reported shows "-".
+  const std::vector<std::string> detail = Lines(FormatJobDetail(job));
+  const auto row = [&](const std::string& start) {
+    for (const std::string& line : detail) {
+      if (line.rfind(start, 0) == 0) return line;
+    }
+    return std::string();
+  };
+  CHECK_THAT(row("gang:"), Catch::EndsWith("generation 3, starting from step 300"));
+  CHECK_THAT(row("2 "), Catch::Matches("2 +host-2 +lost +running +3 +2 .*"));
+  CHECK_THAT(row("3 "), Catch::Matches("3 +host-3 +up +- +- +- .*"));
+}
+
 TEST_CASE("FormatStatusTable: header only for no jobs, no trailing blanks", "[client]") {
   CHECK(FormatStatusTable({}) ==
         "NAME  STATE  PID  ATTEMPT  RESTARTS  UPTIME  STEP  CHECKPOINT  LAST-EXIT  REASON\n");
