@@ -6,7 +6,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 extern char** environ;
 
@@ -33,6 +38,23 @@ class SleepingChild {
   SleepingChild& operator=(const SleepingChild&) = delete;
 
   pid_t pid() const { return pid_; }
+
+  // Waits (up to 10 s) until the child sleeps interruptibly (state S in
+  // /proc/PID/stat). Just after the spawn it may still be in D for a moment
+  // (exec paging in under load), which code that spares D processes sees.
+  // False when it never got there.
+  bool WaitAsleep() const {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      const std::size_t close = line.rfind(')');
+      if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S') return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
 
  private:
   pid_t pid_ = -1;

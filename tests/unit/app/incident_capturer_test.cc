@@ -53,6 +53,7 @@ bool RunUntil(boost::asio::io_context& io, const bool& done) {
 TEST_CASE("IncidentCapturer: a capture stuck on a process does not hold tpud's exit", "[bundle]") {
   TempDir dir;
   SleepingChild child;
+  REQUIRE(child.WaitAsleep());  // Not in D: its stacks are asked for.
   // An eu-stack that never finishes, like one attached to a process wedged in the kernel.
   const fs::path eu_stack = dir.WriteFile("eu-stack", "#!/bin/sh\nexec sleep 30\n");
   fs::permissions(eu_stack, fs::perms::owner_all);

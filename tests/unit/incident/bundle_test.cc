@@ -194,6 +194,7 @@ TEST_CASE("Bundle: a bundle already complete for the number is moved aside, neve
 TEST_CASE("Bundle: no stacks are taken past the deadline, the time of the Job's stop signal", "[bundle]") {
   TempDir dir;
   SleepingChild child;
+  REQUIRE(child.WaitAsleep());  // Not in D: its stacks are asked for.
   const std::filesystem::path ran = dir / "eu-stack-ran";
   const std::filesystem::path eu_stack = dir.WriteFile("eu-stack", "#!/bin/sh\ntouch " + ran.string() + "\n");
   std::filesystem::permissions(eu_stack, std::filesystem::perms::owner_all);
