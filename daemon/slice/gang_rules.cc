@@ -39,10 +39,17 @@ std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationReco
   const bool active = current && Active(*current);
   switch (proposal.intent) {
     case GangProposal::Intent::kLeave: {
-      if (!current || current->commit.phase != GangPhase::kStarting ||
-          current->commit.generation != proposal.base_generation) {
-        return std::nullopt;
+      if (!current || current->commit.generation != proposal.base_generation) return std::nullopt;
+      if (current->commit.phase == GangPhase::kStopping) {
+        // The leaving worker had reported: the next generation asks every
+        // worker again, so the leader waits for it. The stop's cause, count
+        // and reset carry over unchanged.
+        GenerationRecord next = *current;
+        ++next.commit.generation;
+        next.commit.reason = absl::StrCat(current->commit.reason, "; ", proposal.reason);
+        return next;
       }
+      if (current->commit.phase != GangPhase::kStarting) return std::nullopt;
       GenerationRecord next = Next(current, GangPhase::kStopping, proposal.reason, now_unix_ms);
       next.cause.reset();
       next.counted = false;

@@ -31,9 +31,11 @@ namespace tpud::slice {
 //  - kRestart with a failure: only from kStarting(n) with n the proposer's
 //    base generation -> kStopping(n+1), counted as the proposal says, with a
 //    TPU reset when the failure's action asks for one.
-//  - kLeave: only from kStarting(n) with n the base generation ->
-//    kStopping(n+1), not counted, no cause (as a lost worker: the gang waits
-//    for the leaving worker's report, which its next tpud sends).
+//  - kLeave, with n the base generation: from kStarting(n) -> kStopping(n+1),
+//    not counted, no cause (as a lost worker: the gang waits for the leaving
+//    worker's report, which its next tpud sends); from kStopping(n) (the
+//    worker had reported) -> kStopping(n+1) with n's cause, count and reset,
+//    so every worker reports again. Moot otherwise.
 std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationRecord>& current,
                                               const GangProposal& proposal, std::int64_t now_unix_ms);
 

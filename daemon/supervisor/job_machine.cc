@@ -46,12 +46,20 @@ class Decider {
 
   Decision Shutdown(const std::string& reason) {
     if (!p_.gang) return Stop(reason);
+    // Done here (succeeded, failed, stopped): nothing to leave; the gang
+    // must not be restarted for it.
+    if (!IsActive(s_.state)) return Done();
     s_.leaving = true;
-    // The gang runs (or this worker's attempt does, with no commit seen):
-    // the others stop and wait for this worker rather than hang at their
-    // next collective. A gang that is stopping waits for it anyway.
+    // The others must stop and wait for this worker rather than block at
+    // their next collective or barrier: when the gang runs (or this worker's
+    // attempt does, with no commit seen), and when this worker already
+    // reported a stopping generation (the leader would start it without
+    // this worker). A hang being stopped fails the gang anyway, counted.
     const bool gang_running = s_.gang ? s_.gang->phase == GangPhase::kStarting : s_.attempt_alive;
-    if (gang_running) {
+    const bool reported = s_.gang && s_.gang->phase == GangPhase::kStopping &&
+                          s_.reported_generation == s_.gang->generation;
+    const bool hang = s_.state == JobState::kStopping && s_.stop == StopIntent::kHang;
+    if ((gang_running || reported) && !hang) {
       GangProposal proposal;
       proposal.intent = GangProposal::Intent::kLeave;
       proposal.base_generation = s_.gang ? s_.gang->generation : s_.generation;
@@ -70,11 +78,12 @@ class Decider {
         break;
       case JobState::kBackoff:
         // No attempt: wait here, persisted as waiting for the gang, which
-        // the next tpud follows (Report and Prepare do nothing meanwhile).
+        // the next tpud follows (no launch, reset or report meanwhile).
         WaitForGang(why);
+        fx_.push_back(Persist{});
         break;
       default:
-        break;  // Stopping goes on as it was; an inactive job stays so.
+        break;  // Stopping goes on as it was.
     }
     return Done();
   }
@@ -124,6 +133,7 @@ class Decider {
   // --- launching ---
   // Preflight first when configured, then the attempt.
   void BeginLaunch(const std::string& reason) {
+    if (s_.leaving) return WaitForGang("not launching: tpud is stopping; its next run follows the gang");
     s_.launch_reason = reason;
     if (p_.preflight) {
       fx_.push_back(RunPreflight{});
@@ -142,6 +152,10 @@ class Decider {
   }
 
   Decision Preflight(const PreflightChecked& e) {
+    if (s_.leaving) {
+      Prepare();  // Which waits for the gang instead.
+      return Done();
+    }
     if (e.status.ok()) {
       s_.preflight_failures = 0;
       Prepare();
@@ -619,7 +633,7 @@ class Decider {
           return;
         }
         WaitForGang(StrCat(what, "; waiting for every worker to stop"));
-        if (p_.gang_local_reset && commit.reset_class) {
+        if (p_.gang_local_reset && commit.reset_class && !s_.leaving) {
           s_.wait = Wait::kGangReset;
           fx_.push_back(ResetTpu{*commit.reset_class, ++s_.reset_generation});
           return;
@@ -632,6 +646,21 @@ class Decider {
         if (commit.generation < s_.generation || commit.generation == s_.failed_generation) return;
         if (commit.generation == s_.generation && s_.state != JobState::kBackoff) return;
         if (commit.generation == s_.generation && s_.wait != Wait::kGang) return;  // A launch retry is armed.
+        if (commit.generation == s_.generation && !s_.leaving) {
+          // This worker's attempt of the running generation is gone and the
+          // gang was never told (a tpud that stopped it on exit, with etcd
+          // out of reach): launched alone it could not rejoin the others.
+          GangProposal proposal;
+          proposal.intent = GangProposal::Intent::kLeave;
+          proposal.base_generation = commit.generation;
+          proposal.worker = p_.worker;
+          proposal.reason = StrCat("worker ", p_.worker, ": its attempt of generation ", commit.generation,
+                                   " ended with the tpud before");
+          proposal.restart = p_.restart;
+          fx_.push_back(ProposeGeneration{proposal});
+          WaitForGang(StrCat(what, "; this worker's attempt of it is gone: the gang restarts together"));
+          return;
+        }
         s_.generation = commit.generation;
         s_.restarts = commit.restarts;
         s_.restarts_by_reason = commit.restarts_by_reason;

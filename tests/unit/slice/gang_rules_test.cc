@@ -149,11 +149,28 @@ TEST_CASE("Gang proposals: a worker leaving on shutdown restarts a running gang,
   CHECK(next->commit.restarts_by_reason.at("crash") == 2);
   CHECK_FALSE(next->counted);
   CHECK_FALSE(next->cause);
-  // Only a running generation the worker saw: otherwise the gang waits for it anyway.
+  // A generation the worker did not see, or a gang not running: moot.
   CHECK_FALSE(ApplyProposal(*next, leave, kNow));
-  CHECK_FALSE(ApplyProposal(Record(3, GangPhase::kStopping), leave, kNow));
+  CHECK_FALSE(ApplyProposal(Record(2, GangPhase::kStopping), leave, kNow));
   CHECK_FALSE(ApplyProposal(Record(3, GangPhase::kStopped), leave, kNow));
   CHECK_FALSE(ApplyProposal(std::nullopt, leave, kNow));
+
+  // Leaving a stopping generation it had reported to: every worker is asked
+  // again, and the stop's cause and count carry over unchanged.
+  GenerationRecord stopping = Record(3, GangPhase::kStopping, 2);
+  stopping.commit.reason = "worker 0: crash: exit code 1";
+  stopping.cause = GangCause{0, FailureClass::kCrash, RecoveryAction::kRestart, "exit:code 1", 40, true};
+  stopping.counted = true;
+  stopping.last_cause = GangCause{2, FailureClass::kHang, RecoveryAction::kRestart, "hang", 20, true};
+  const std::optional<GenerationRecord> again = ApplyProposal(stopping, leave, kNow);
+  REQUIRE(again);
+  CHECK(again->commit.generation == 4);
+  CHECK(again->commit.phase == GangPhase::kStopping);
+  CHECK(again->commit.reason == "worker 0: crash: exit code 1; worker 1 left: tpud received SIGTERM");
+  CHECK(again->counted);
+  CHECK(again->cause == stopping.cause);
+  CHECK(again->last_cause == stopping.last_cause);  // Not the crash: no false "same failure twice".
+  CHECK(again->commit.restarts == 2);
 }
 
 TEST_CASE("Gang leader: waits for every worker, then starts all from the newest common step", "[slice]") {

@@ -777,10 +777,43 @@ TEST_CASE("Job machine, gang: tpud shutting down with stop_jobs_on_exit leaves t
                 CHECK(s.stop == StopIntent::kGang);
                 CHECK(s.wants_running());  // The next tpud follows the gang.
               }),
-      GangRow("waiting for the gang, which is stopping: no proposal, it waits on", stopping_gang,
+      GangRow("waiting for the gang, which is stopping, not yet reported: no proposal, it waits on", stopping_gang,
               ShutdownRequested{"tpud received SIGTERM"},
-              {"reason: tpud received SIGTERM: leaving the gang until tpud is back"},
+              {"reason: tpud received SIGTERM: leaving the gang until tpud is back", "persist"},
               [](const State& s) { CHECK(s.wait == Wait::kGang); }),
+      GangRow("already reported to a stopping gang: asked again, so the leader cannot start without it",
+              [&] {
+                State reported = stopping_gang;
+                reported.reported_generation = 4;
+                return reported;
+              }(),
+              ShutdownRequested{"tpud received SIGTERM"},
+              {"propose leave after 4 by worker 1",
+               "reason: tpud received SIGTERM: leaving the gang until tpud is back", "persist"}),
+      GangRow("a hang being stopped: no leave (it fails the gang, counted, when it exits)",
+              [] {
+                State hung = GangIn(JobState::kStopping);
+                hung.stop = StopIntent::kHang;
+                return hung;
+              }(),
+              ShutdownRequested{"tpud received SIGTERM"}, {}),
+      GangRow("done here (succeeded): nothing to leave, the gang is not restarted", [] {
+                State done = GangIn(JobState::kSucceeded);
+                done.attempt_alive = false;
+                return done;
+              }(),
+              ShutdownRequested{"tpud received SIGTERM"}, {}, [](const State& s) { CHECK_FALSE(s.leaving); }),
+      GangRow("the next tpud finds the gang still running the generation its attempt left: no lone launch",
+              [] {
+                State restored = GangIn(JobState::kBackoff);
+                restored.attempt_alive = false;
+                restored.gang.reset();
+                return restored;
+              }(),
+              GangCommitted{Commit(3, GangPhase::kStarting, "start requested", 40)},
+              {"propose leave after 3 by worker 1",
+               "reason: gang generation 3: start requested; this worker's attempt of it is gone: the gang restarts "
+               "together"}),
       Row{"a job alone stops as for a person", In(JobState::kRunning), ShutdownRequested{"tpud received SIGTERM"},
           {"-> stopping: tpud received SIGTERM", "signal 15", "timer rung 10s #1", "persist"},
           [](const State& s) {
