@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <stdexcept>
@@ -181,7 +183,32 @@ void EtcdCluster::Terminate(int member) {
   if (running(member)) Kill(member);
 }
 
-void EtcdCluster::Pause(int member) { Signal(member, SIGSTOP); }
+void EtcdCluster::Pause(int member) {
+  Signal(member, SIGSTOP);
+  // SIGSTOP takes effect asynchronously (signal(7)): until every thread of
+  // the member is stopped (state T in /proc/PID/task/TID/stat) it may still
+  // answer a call or two. Wait up to 5 s for that.
+  const std::filesystem::path tasks = "/proc/" + std::to_string(members_.at(member).pid) + "/task";
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < give_up) {
+    bool all_stopped = true;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+      std::ifstream stat(task.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const std::size_t close = line.rfind(')');
+      if (close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'T' &&
+          line[close + 2] != 't') {
+        all_stopped = false;
+        break;
+      }
+    }
+    if (!ec && all_stopped) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  throw std::runtime_error("etcd fixture: member " + std::to_string(member) + " did not stop within 5 s of SIGSTOP");
+}
 void EtcdCluster::Resume(int member) { Signal(member, SIGCONT); }
 
 void EtcdCluster::Restart(int member) {
