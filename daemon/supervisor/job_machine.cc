@@ -12,6 +12,9 @@ namespace {
 
 using absl::StrCat;
 
+// Why a gang worker leaving on shutdown launches nothing.
+constexpr char kNotLaunching[] = "not launching: tpud is stopping; its next run follows the gang";
+
 std::string Summary(const Classification& failure, const ExitStatus& exit) {
   return StrCat(FailureClassName(failure.failure_class), ": ", exit.Describe());
 }
@@ -60,21 +63,13 @@ class Decider {
                           s_.reported_generation == s_.gang->generation;
     const bool hang = s_.state == JobState::kStopping && s_.stop == StopIntent::kHang;
     if ((gang_running || reported) && !hang) {
-      GangProposal proposal;
-      proposal.intent = GangProposal::Intent::kLeave;
-      proposal.base_generation = s_.gang ? s_.gang->generation : s_.generation;
-      proposal.worker = p_.worker;
-      proposal.reason = StrCat("worker ", p_.worker, " left: ", reason);
-      proposal.restart = p_.restart;
-      fx_.push_back(ProposeGeneration{proposal});
+      ProposeLeave(s_.gang ? s_.gang->generation : s_.generation, StrCat("worker ", p_.worker, " left: ", reason));
     }
     const std::string why = StrCat(reason, ": leaving the gang until tpud is back");
     switch (s_.state) {
       case JobState::kStarting:
       case JobState::kRunning:
-        TransitionTo(JobState::kStopping, why);
-        s_.stop = StopIntent::kGang;
-        SendRung(0);
+        StopAttempt(why, StopIntent::kGang);
         break;
       case JobState::kBackoff:
         // No attempt: wait here, persisted as waiting for the gang, which
@@ -97,9 +92,7 @@ class Decider {
         break;
       case JobState::kStarting:
       case JobState::kRunning:
-        TransitionTo(JobState::kStopping, reason);
-        s_.stop = StopIntent::kStop;
-        SendRung(0);
+        StopAttempt(reason, StopIntent::kStop);
         break;
       case JobState::kStopping:
         s_.stop = StopIntent::kStop;  // The person's stop wins over a restart or tpud's hang handling.
@@ -114,9 +107,7 @@ class Decider {
     switch (s_.state) {
       case JobState::kStarting:
       case JobState::kRunning:
-        TransitionTo(JobState::kStopping, reason);
-        s_.stop = StopIntent::kRestart;
-        SendRung(0);
+        StopAttempt(reason, StopIntent::kRestart);
         return Done();
       case JobState::kStopping:
         s_.stop = StopIntent::kRestart;  // The person's restart wins over tpud's own hang handling.
@@ -133,7 +124,7 @@ class Decider {
   // --- launching ---
   // Preflight first when configured, then the attempt.
   void BeginLaunch(const std::string& reason) {
-    if (s_.leaving) return WaitForGang("not launching: tpud is stopping; its next run follows the gang");
+    if (s_.leaving) return WaitForGang(kNotLaunching);
     s_.launch_reason = reason;
     if (p_.preflight) {
       fx_.push_back(RunPreflight{});
@@ -143,7 +134,6 @@ class Decider {
   }
 
   void Prepare() {
-    if (s_.leaving) return WaitForGang("not launching: tpud is stopping; its next run follows the gang");
     ++s_.attempt;
     ++s_.attempts_total;
     s_.notice_sent = false;
@@ -153,7 +143,7 @@ class Decider {
 
   Decision Preflight(const PreflightChecked& e) {
     if (s_.leaving) {
-      Prepare();  // Which waits for the gang instead.
+      WaitForGang(kNotLaunching);
       return Done();
     }
     if (e.status.ok()) {
@@ -262,6 +252,13 @@ class Decider {
         break;
     }
     return Done();
+  }
+
+  // STOPPING for `intent`: the ladder's first signal goes out.
+  void StopAttempt(std::string reason, StopIntent intent) {
+    TransitionTo(JobState::kStopping, std::move(reason));
+    s_.stop = intent;
+    SendRung(0);
   }
 
   void SendRung(int rung) {
@@ -428,9 +425,7 @@ class Decider {
   // --- the world ---
   Decision Hang(const HangDetected& e) {
     if (!s_.attempt_alive || (s_.state != JobState::kStarting && s_.state != JobState::kRunning)) return Done();
-    TransitionTo(JobState::kStopping, e.reason);
-    s_.stop = StopIntent::kHang;
-    SendRung(0);
+    StopAttempt(e.reason, StopIntent::kHang);
     return Done();
   }
 
@@ -610,9 +605,7 @@ class Decider {
     // The gang moved past this attempt: stop it (a person's stop keeps its meaning).
     const std::string why = StrCat("gang generation ", commit.generation, ": ", commit.reason);
     if (s_.state == JobState::kStarting || s_.state == JobState::kRunning) {
-      TransitionTo(JobState::kStopping, why);
-      s_.stop = StopIntent::kGang;
-      SendRung(0);
+      StopAttempt(why, StopIntent::kGang);
     } else if (s_.state == JobState::kStopping && s_.stop != StopIntent::kStop) {
       s_.stop = StopIntent::kGang;
     }
@@ -650,14 +643,8 @@ class Decider {
           // This worker's attempt of the running generation is gone and the
           // gang was never told (a tpud that stopped it on exit, with etcd
           // out of reach): launched alone it could not rejoin the others.
-          GangProposal proposal;
-          proposal.intent = GangProposal::Intent::kLeave;
-          proposal.base_generation = commit.generation;
-          proposal.worker = p_.worker;
-          proposal.reason = StrCat("worker ", p_.worker, ": its attempt of generation ", commit.generation,
-                                   " ended with the tpud before");
-          proposal.restart = p_.restart;
-          fx_.push_back(ProposeGeneration{proposal});
+          ProposeLeave(commit.generation, StrCat("worker ", p_.worker, ": its attempt of generation ",
+                                                 commit.generation, " ended with the tpud before"));
           WaitForGang(StrCat(what, "; this worker's attempt of it is gone: the gang restarts together"));
           return;
         }
@@ -678,6 +665,18 @@ class Decider {
         TransitionTo(JobState::kFailed, what);
         return;
     }
+  }
+
+  // Asks the gang to restart without counting it, this worker being away
+  // (GangProposal::Intent::kLeave) from generation `base`.
+  void ProposeLeave(std::int64_t base, std::string reason) {
+    GangProposal proposal;
+    proposal.intent = GangProposal::Intent::kLeave;
+    proposal.base_generation = base;
+    proposal.worker = p_.worker;
+    proposal.reason = std::move(reason);
+    proposal.restart = p_.restart;
+    fx_.push_back(ProposeGeneration{proposal});
   }
 
   // BACKOFF, waiting for the gang, with `why`.

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "daemon/etcd/grpc_etcd_client.h"
+#include "daemon/process/process_tree.h"
 
 extern char** environ;
 
@@ -194,12 +195,11 @@ void EtcdCluster::Pause(int member) {
     bool all_stopped = true;
     std::error_code ec;
     for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
-      std::ifstream stat(task.path() / "stat");
+      std::ifstream in(task.path() / "stat");
       std::string line;
-      std::getline(stat, line);
-      const std::size_t close = line.rfind(')');
-      if (close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'T' &&
-          line[close + 2] != 't') {
+      std::getline(in, line);
+      const std::optional<ProcStat> stat = ParseProcStat(line);  // A task's stat reads as a process's.
+      if (stat && stat->state != 'T' && stat->state != 't') {
         all_stopped = false;
         break;
       }

@@ -7,11 +7,11 @@
 #include <sys/wait.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
-#include <string>
 #include <thread>
+
+#include "daemon/process/process_tree.h"
 
 extern char** environ;
 
@@ -46,11 +46,8 @@ class SleepingChild {
   bool WaitAsleep() const {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < until) {
-      std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
-      std::string line;
-      std::getline(stat, line);
-      const std::size_t close = line.rfind(')');
-      if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S') return true;
+      const std::optional<ProcStat> stat = ReadProcStat(pid_);
+      if (stat && stat->state == 'S') return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
