@@ -13,7 +13,7 @@ PACKAGES=(
   prometheus curl procps
   etcd-server etcd-client
   zsh scdoc lintian elfutils
-  clang libclang-rt-14-dev e2fsprogs util-linux mount
+  clang libclang-rt-14-dev e2fsprogs util-linux mount ccache
   "$@"
 )
 
