@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<SliceLink>> SliceLink::Create(boost::asio::io_con
   if (!config.slice) return std::unique_ptr<SliceLink>();
   const SliceConfig& slice = *config.slice;
   std::unique_ptr<SliceLink> link(new SliceLink(io, config));
-  const bool needs_metadata = !slice.worker_id || !slice.num_workers;
+  const bool needs_metadata = !slice.worker_id || !slice.num_workers || (slice.name.empty() && config.tpu.name.empty());
   std::unique_ptr<MetadataClient> metadata = needs_metadata ? MetadataFor(config.gce_metadata) : nullptr;
   absl::StatusOr<SliceIdentity> identity = ResolveSliceIdentity(slice, config.tpu.name, metadata.get(), ProcessEnv);
   if (!identity.ok()) {
@@ -102,6 +102,9 @@ absl::StatusOr<std::unique_ptr<SliceLink>> SliceLink::Create(boost::asio::io_con
     if (self->supervisor_ != nullptr) self->supervisor_->OnGangCommitted(job, commit);
   };
   hooks.on_spec = [self](const std::string& job, const std::string& spec_yaml) { self->OnSpec(job, spec_yaml); };
+  hooks.on_membership = [self](const std::string& conflict) {
+    if (self->supervisor_ != nullptr) self->supervisor_->OnSliceMembership(conflict);
+  };
   link->coordinator_ = std::make_unique<slice::Coordinator>(*link->etcd_, coordinator, hooks);
   spdlog::info("slice {}: this is worker {} of {} ({}); etcd at {}", identity->name, identity->worker_id,
                identity->num_workers, identity->source, absl::StrJoin(link->endpoints_, ", "));
@@ -135,6 +138,12 @@ void SliceLink::OnSpec(const std::string& job, const std::string& spec_yaml) {
     spec = absl::InvalidArgumentError(absl::StrCat("names job \"", spec->name, "\", stored as \"", job, "\""));
   }
   if (spec.ok() && !spec->gang) spec = absl::InvalidArgumentError("gang: is not true");
+  if (spec.ok() && (spec->user.empty() || spec->group.empty())) {
+    // Published without the identity the submitting worker admitted (an
+    // older tpud, or a hand-written key): never run it as this tpud.
+    spec = absl::PermissionDeniedError(
+        "it names no user and group; a gang spec runs as the identity its submitter's tpud admitted, never as tpud");
+  }
   if (!spec.ok()) {
     spdlog::error("slice {}: gang spec {} from etcd refused: {}", identity_.name, job,
                   std::string(spec.status().message()));

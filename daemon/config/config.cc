@@ -461,4 +461,21 @@ std::string AdHocJobSpecYaml(const JobSpec& spec) {
   return out.c_str();
 }
 
+absl::StatusOr<std::string> JobSpecYamlWithIdentity(const std::string& yaml_text, const std::string& user,
+                                                    const std::string& group) {
+  std::string out;
+  absl::Status status = CatchYaml("job spec", [&] {
+    YAML::Node node = YAML::Load(yaml_text);
+    if (!node.IsMap()) return absl::InvalidArgumentError("job spec: not a YAML mapping");
+    node["user"] = user;
+    node["group"] = group;
+    YAML::Emitter emitter;
+    emitter << node;
+    out = emitter.c_str();
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return out;
+}
+
 }  // namespace tpud

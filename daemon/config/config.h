@@ -98,4 +98,12 @@ absl::StatusOr<JobSpec> LoadJobSpecFile(const std::filesystem::path& path);
 // so they can be persisted and re-parsed like submitted ones.
 std::string AdHocJobSpecYaml(const JobSpec& spec);
 
+// `yaml_text` (one job spec, a YAML mapping) with its top-level `user` and
+// `group` set to `user` and `group`, every other key kept (comments are not).
+// A gang spec is published this way: the identity the submitting worker's
+// admission resolved travels with it, so no other worker has to guess it.
+// Errors: InvalidArgument when the text is not a YAML mapping.
+absl::StatusOr<std::string> JobSpecYamlWithIdentity(const std::string& yaml_text, const std::string& user,
+                                                    const std::string& group);
+
 }  // namespace tpud

@@ -1,6 +1,7 @@
 #include "daemon/supervisor/supervisor.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <random>
 
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/checkpoint/checkpoint.h"
+#include "daemon/config/config.h"
 #include "daemon/core/text.h"
 #include "daemon/core/unix_groups.h"
 #include "daemon/process/run_as.h"
@@ -87,7 +89,19 @@ std::unique_ptr<Job> Supervisor::MakeJob(JobSpec spec) {
   // A gang job learns the gang's generation from the slice, also when it was
   // committed before the job existed here.
   if (spec.gang && deps_.gang != nullptr) deps_.gang->Join(spec.name);
-  return std::make_unique<Job>(std::move(spec), std::move(deps));
+  auto job = std::make_unique<Job>(std::move(spec), std::move(deps));
+  if (job->spec().gang && !slice_conflict_.empty()) job->OnSliceMembership(slice_conflict_);
+  return job;
+}
+
+void Supervisor::OnSliceMembership(const std::string& conflict) {
+  if (slice_conflict_ == conflict) return;
+  slice_conflict_ = conflict;
+  for (auto& [name, job] : jobs_) {
+    if (!job->spec().gang) continue;
+    job->OnSliceMembership(conflict);
+    if (conflict.empty() && deps_.gang != nullptr) deps_.gang->Join(name);  // Its commit again.
+  }
 }
 
 void Supervisor::OnGangCommitted(const std::string& job, const GangCommit& commit) {
@@ -121,6 +135,16 @@ absl::StatusOr<JobSnapshot> Supervisor::SubmitAndStart(JobSpec spec, const std::
     if (spec.group.empty()) spec.group = std::to_string(caller->gid);
   }
   if (absl::Status s = CheckSubmission(spec, spec_yaml, caller); !s.ok()) return s;
+  if (spec.gang) {
+    // Every other worker runs the published spec as the identity admitted
+    // here, never as its own tpud: a job root submitted without a user runs
+    // as tpud's own uid, and says so.
+    if (spec.user.empty()) spec.user = std::to_string(::geteuid());
+    if (spec.group.empty()) spec.group = std::to_string(::getegid());
+    absl::StatusOr<std::string> stamped = JobSpecYamlWithIdentity(spec_yaml, spec.user, spec.group);
+    if (!stamped.ok()) return stamped.status();
+    spec_yaml = *std::move(stamped);
+  }
   auto it = jobs_.find(name);
   std::unique_ptr<Job> added;
   if (it == jobs_.end()) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/etcd_cluster.h"
+#include "tests/integration/adversity.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/processes.h"
 #include "tests/integration/tpu_cloud.h"
@@ -86,6 +87,15 @@ class Slice {
   }
 
   TpudProcess& operator[](int worker) { return *tpuds_[worker]; }
+  // Every worker's directory traversable by others (the socket's own mode
+  // and group still decide who may connect).
+  void OpenDirs() {
+    for (auto& dir : dirs_) fs::permissions(dir->path(), fs::perms(0755));
+  }
+  // `etcdctl put KEY VALUE` on the slice's etcd; true when it succeeded.
+  bool EtcdPut(const std::string& key, const std::string& value) {
+    return RunCommand({"etcdctl", "--endpoints=" + etcd_.endpoint(0), "put", key, value}).exit_code == 0;
+  }
   int size() const { return workers_; }
   EtcdCluster& etcd() { return etcd_; }
   void Inject(const std::string& kind, int worker) {
@@ -515,6 +525,69 @@ TEST_CASE("slice: etcd down leaves training untouched, and a failure in the outa
   CHECK(doctor.out.find("\u2717 etcd") != std::string::npos);
   slice.etcd().Restart(0);
   REQUIRE(slice.WaitAllRunning(2, Seconds(60)));
+}
+
+TEST_CASE("slice: a gang spec a socket-group member submits runs as that member on every worker, never as root",
+          "[slice][integration][access]") {
+  if (!CanRunAsNobody()) return;
+  Slice slice(2, 1, 0, "socket_group: users\n");
+  slice.OpenDirs();
+  TempDir files;
+  fs::permissions(files.path(), fs::perms(0755));
+  const fs::path spec = files.WriteFile("member.yaml", "name: member\n"
+                                                       "gang: true\n"
+                                                       "command: [/bin/sleep, \"3600\"]\n");
+  fs::permissions(spec, fs::perms(0644));
+  const CommandResult started = TpuctlAsNobody(slice[0], "users", {"start", "-f", spec.string()});
+  INFO(started.err);
+  REQUIRE(started.exit_code == 0);
+  for (int w = 0; w < 2; ++w) {
+    INFO("worker " << w);
+    const json status = slice[w].WaitForState("member", "running", Seconds(20));
+    REQUIRE(status["state"] == "running");
+    CHECK(ProcessUid(status["pid"].get<int>()) == static_cast<long>(NobodyUid()));
+  }
+}
+
+TEST_CASE("slice: a gang spec in etcd that names no user is refused on every worker, not run as tpud",
+          "[slice][integration][access]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  REQUIRE(slice.EtcdPut("/it/slices/test-slice/gangs/raw/spec",
+                        "name: raw\ngang: true\ncommand: [/bin/sleep, \"3600\"]\n"));
+  for (int w = 0; w < 2; ++w) {
+    INFO("worker " << w);
+    CHECK(WaitFor([&] { return slice[w].StderrText().find("gang spec raw from etcd refused") != std::string::npos; },
+                  Seconds(10)));
+    CHECK(slice[w].StderrText().find("names no user and group") != std::string::npos);
+    CHECK(slice[w].Tpuctl({"status", "raw"}).exit_code != 0);
+  }
+}
+
+TEST_CASE("slice: a duplicate worker id never takes over a killed tpud's id at once, and a tpud that is not a "
+          "member stops the gang attempt it re-attached",
+          "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  const int trainer = slice[1].Status("train")["pid"];
+  REQUIRE(kill(slice[1].pid(), SIGKILL) == 0);  // Its trainer lives on under its shim.
+  slice[1].Shutdown(Seconds(5));
+  // Another tpud (its own state_dir) on this host, configured as worker 1:
+  // the dead holder's key is not its predecessor's, so it waits for the lease.
+  TempDir dir;
+  std::unique_ptr<TpudProcess> duplicate = slice.Extra(dir, 1);
+  CHECK(WaitFor([&] { return duplicate->StderrText().find("worker 1 is already held") != std::string::npos; },
+                Seconds(5)));
+  // Once the lease lapsed the duplicate holds worker 1. The first tpud comes
+  // back: not a member, it stops the trainer it re-attached, and says why.
+  REQUIRE(WaitFor([&] { return duplicate->StderrText().find("worker 1 of 2 joined") != std::string::npos; },
+                  Seconds(15)));
+  slice.Start(1);
+  CHECK(WaitFor([&] { return !Alive(trainer); }, Seconds(20)));
+  const json status = slice[1].Status("train");
+  CHECK(status["state"] != "running");
+  CHECK_THAT(status["reason"].get<std::string>(), Catch::Matchers::Contains("not a member of the slice"));
+  CHECK(slice[1].Tpuctl({"slice"}).out.find("NOT JOINED") != std::string::npos);
 }
 
 }  // namespace tpud::testing
