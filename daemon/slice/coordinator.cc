@@ -241,7 +241,8 @@ bool Coordinator::EnsureSession() {
 
 // Writes this worker's member key, unless another live tpud holds its worker
 // id: its key is on a lease other than ours (keys on an expired lease are
-// gone), and it is not a predecessor of ours on this host that has exited.
+// gone), and it is not a predecessor of ours (this host, this state_dir) that
+// has exited.
 bool Coordinator::ClaimMember() {
   const auto now = std::chrono::steady_clock::now();
   if (now < claim_retry_at_) return false;
@@ -251,6 +252,7 @@ bool Coordinator::ClaimMember() {
   member.version = TPUD_VERSION;
   member.pid = getpid();
   member.joined_unix_ms = NowUnixMs();
+  member.state_dir = options_.state_dir.string();
   const std::string key = keys_.member(options_.worker_id);
   etcd::Txn claim;
   claim.If(Compare::CreateRevision(key, Compare::kEqual, 0))
@@ -264,8 +266,13 @@ bool Coordinator::ClaimMember() {
   if (!claimed->succeeded && !claimed->results.empty() && !claimed->results[0].kvs.empty()) {
     const etcd::KeyValue& held = claimed->results[0].kvs[0];
     const absl::StatusOr<MemberRecord> holder = DecodeMember(held.value);
+    // A predecessor is this tpud's earlier run: same host and same
+    // state_dir (which holds its attempts). Another tpud configured with
+    // the same worker id waits for the key's lease to expire instead.
+    const bool predecessor = holder.ok() && holder->host == options_.host &&
+                             holder->state_dir == options_.state_dir.string();
     const bool ours = held.lease == lease_.id ||
-                      (holder.ok() && holder->host == options_.host &&
+                      (predecessor &&
                        (holder->pid == getpid() || (kill(static_cast<pid_t>(holder->pid), 0) != 0 && errno == ESRCH)));
     if (!ours) {
       const std::string conflict =
@@ -276,7 +283,10 @@ bool Coordinator::ClaimMember() {
                       : absl::StrCat("worker ", options_.worker_id, " is already held (", held.key,
                                      " is on another lease): this tpud does not join the slice while it is there");
       std::lock_guard<std::mutex> lock(view_mu_);
-      if (member_conflict_ != conflict) SPDLOG_ERROR("slice {}: {}", options_.slice, conflict);
+      if (member_conflict_ != conflict) {
+        SPDLOG_ERROR("slice {}: {}", options_.slice, conflict);
+        PostMembership(conflict);
+      }
       member_conflict_ = conflict;
       etcd_up_ = true;
       claim_retry_at_ = now + kClaimRetry;
@@ -292,12 +302,19 @@ bool Coordinator::ClaimMember() {
   member_written_ = true;
   {
     std::lock_guard<std::mutex> lock(view_mu_);
-    if (!member_conflict_.empty()) SPDLOG_INFO("slice {}: worker {} is free again", options_.slice, options_.worker_id);
+    if (!member_conflict_.empty()) {
+      SPDLOG_INFO("slice {}: worker {} is free again", options_.slice, options_.worker_id);
+      PostMembership("");
+    }
     member_conflict_.clear();
   }
   SPDLOG_INFO("slice {}: worker {} of {} joined (lease {:x}, {} s)", options_.slice, options_.worker_id,
               options_.num_workers, lease_.id, lease_.ttl.count());
   return true;
+}
+
+void Coordinator::PostMembership(const std::string& conflict) {
+  if (hooks_.on_membership) hooks_.post([this, conflict] { hooks_.on_membership(conflict); });
 }
 
 // Reads the whole slice, then follows it from the next revision.

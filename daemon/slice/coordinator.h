@@ -67,6 +67,9 @@ struct CoordinatorHooks {
   std::function<void(const std::string& job, const GangCommit& commit)> on_commit;
   // On the loop: a gang spec published through etcd (YAML), new or changed.
   std::function<void(const std::string& job, const std::string& spec_yaml)> on_spec;
+  // On the loop: this tpud cannot join the slice (`conflict`: why, e.g.
+  // another live tpud holds its worker id), or joined (empty); each change once.
+  std::function<void(const std::string& conflict)> on_membership;
 };
 
 // What `tpuctl slice` and the metrics show.
@@ -152,6 +155,7 @@ class Coordinator final : public GangLink {
   // Each returns false when etcd failed (recorded in the view).
   bool EnsureSession();
   bool ClaimMember();
+  void PostMembership(const std::string& conflict);  // hooks_.on_membership, on the loop.
   bool Load();
   void Drain(std::deque<Input>& inputs);
   void ApplyPut(const etcd::KeyValue& kv);

@@ -69,7 +69,8 @@ std::string EncodeMember(const MemberRecord& member) {
               {"host", member.host},
               {"version", member.version},
               {"pid", member.pid},
-              {"joined_unix_ms", member.joined_unix_ms}}
+              {"joined_unix_ms", member.joined_unix_ms},
+              {"state_dir", member.state_dir}}
       .dump();
 }
 
@@ -81,6 +82,7 @@ absl::StatusOr<MemberRecord> DecodeMember(const std::string& text) {
     member.version = j.value("version", "");
     member.pid = j.value("pid", std::int64_t{0});
     member.joined_unix_ms = j.value("joined_unix_ms", std::int64_t{0});
+    member.state_dir = j.value("state_dir", "");
     return member;
   });
 }

@@ -66,6 +66,9 @@ struct MemberRecord {
   std::string version;   // tpud's version.
   std::int64_t pid = 0;
   std::int64_t joined_unix_ms = 0;
+  // The holder's state_dir: only a tpud with the same one (its restart, which
+  // holds its attempts) may take over the key of an exited holder on its host.
+  std::string state_dir;
 };
 
 // The failure that caused a generation.

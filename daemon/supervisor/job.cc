@@ -70,6 +70,8 @@ bool Job::stopped_for_shutdown() const {
 }
 void Job::OnMaintenanceNotice(const std::string& what) { Deliver(machine::MaintenanceNotice{what}); }
 void Job::OnMaintenanceOver() { Deliver(machine::MaintenanceOver{}); }
+void Job::OnSliceMembership(const std::string& conflict) { Deliver(machine::MembershipChanged{conflict}); }
+
 void Job::OnGangCommitted(const GangCommit& commit) {
   Deliver(machine::GangCommitted{commit, MaintenanceActive()});
 }
@@ -348,6 +350,7 @@ LaunchSpec Job::BuildLaunchSpec() const {
   launch.attempt = machine_.attempt;
   launch.argv = spec_.command;
   launch.env = spec_.env;
+  launch.clean_environment = true;  // tpud's own environment is not the job's.
   launch.env["TPUD_JOB"] = spec_.name;
   launch.env["TPUD_ATTEMPT"] = std::to_string(machine_.attempt);
   launch.env["TPUD_CHECKPOINT"] = checkpoint_ ? checkpoint_->path.string() : "";

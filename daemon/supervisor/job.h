@@ -211,6 +211,8 @@ class Job final : public AttemptObserver {
   void OnMaintenanceOver();
   // Gang jobs: a generation the slice committed (core/gang.h).
   void OnGangCommitted(const GangCommit& commit);
+  // Gang jobs: whether this tpud is a member of the slice (machine::MembershipChanged).
+  void OnSliceMembership(const std::string& conflict);
 
   // What an earlier tpud knew. Emits no event: nothing changed, tpud only
   // remembers. Call before Resume.

@@ -125,6 +125,7 @@ class Decider {
   // Preflight first when configured, then the attempt.
   void BeginLaunch(const std::string& reason) {
     if (s_.leaving) return WaitForGang(kNotLaunching);
+    if (!s_.not_member.empty()) return WaitForGang(NotMemberWhy());
     s_.launch_reason = reason;
     if (p_.preflight) {
       fx_.push_back(RunPreflight{});
@@ -614,7 +615,9 @@ class Decider {
 
   // With no attempt alive: do what the newest commit asks of this worker.
   void FollowCommit() {
-    if (!s_.gang || s_.attempt_alive) return;
+    if (s_.attempt_alive) return;
+    if (!s_.not_member.empty()) return WaitForGang(NotMemberWhy());
+    if (!s_.gang) return;
     const GangCommit& commit = *s_.gang;
     const std::string what = StrCat("gang generation ", commit.generation, ": ", commit.reason);
     switch (commit.phase) {
@@ -667,6 +670,34 @@ class Decider {
     }
   }
 
+  Decision Membership(const MembershipChanged& e) {
+    if (!p_.gang || s_.not_member == e.conflict) return Done();
+    s_.not_member = e.conflict;
+    if (e.conflict.empty()) {  // A member again: the gang's commits (delivered again) say what to do.
+      if (s_.state == JobState::kBackoff && s_.wait == Wait::kGang) DelayLaunch("a member of the slice again");
+      return Done();
+    }
+    switch (s_.state) {
+      case JobState::kStarting:
+      case JobState::kRunning:
+        StopAttempt(NotMemberWhy(), StopIntent::kGang);
+        break;
+      case JobState::kStopping:
+        if (s_.stop != StopIntent::kStop) s_.stop = StopIntent::kGang;
+        break;
+      case JobState::kBackoff:
+        WaitForGang(NotMemberWhy());
+        break;
+      default:
+        break;  // Nothing runs.
+    }
+    return Done();
+  }
+
+  std::string NotMemberWhy() const {
+    return StrCat("not a member of the slice: ", s_.not_member, "; no attempt runs here until it is");
+  }
+
   // Asks the gang to restart without counting it, this worker being away
   // (GangProposal::Intent::kLeave) from generation `base`.
   void ProposeLeave(std::int64_t base, std::string reason) {
@@ -686,7 +717,7 @@ class Decider {
   }
 
   void Report() {
-    if (s_.leaving) return;  // The next tpud reports, once it is back.
+    if (s_.leaving || !s_.not_member.empty()) return;  // The next tpud (or this one, a member again) reports.
     s_.reported_generation = s_.gang->generation;
     fx_.push_back(ReportStopped{s_.gang->generation});
   }
@@ -788,6 +819,7 @@ Decision Step(const State& state, const Event& event, const Policy& policy) {
         if constexpr (std::is_same_v<E, ResetDone>) return d.ResetFinished(e);
         if constexpr (std::is_same_v<E, Resumed>) return d.Resume(e);
         if constexpr (std::is_same_v<E, GangCommitted>) return d.Gang(e);
+        if constexpr (std::is_same_v<E, MembershipChanged>) return d.Membership(e);
       },
       event);
 }

@@ -102,6 +102,9 @@ struct State {
   // (ShutdownRequested) and neither reports nor launches again; its next
   // tpud does. Not persisted: it ends with this tpud.
   bool leaving = false;
+  // Why this tpud is not a member of the slice (MembershipChanged); empty
+  // while it is. Not persisted: the next tpud finds out again.
+  std::string not_member;
   std::int64_t reported_generation = 0; // The newest kStopping generation reported to.
   // This worker's attempt ended in a maintenance event: it reports (so the
   // gang may restart) only once the event is over.
@@ -203,9 +206,15 @@ struct GangCommitted {
   GangCommit commit;
   bool maintenance_active = false;
 };
+// Gang jobs: this tpud is not a member of the slice (`conflict` says why,
+// e.g. another live tpud holds its worker id), or is one again (empty).
+// A tpud that is not a member runs no attempt of a gang: it stops the one it
+// has (re-attached after a restart), launches none, and neither reports nor
+// proposes, until it is a member again.
+struct MembershipChanged { std::string conflict; };
 using Event = std::variant<StartRequested, StopRequested, RestartRequested, ShutdownRequested, PreflightChecked, AttemptPrepared,
                            Launched, TimerFired, AttemptExited, HangDetected, MaintenanceNotice, MaintenanceOver,
-                           ResetDone, Resumed, GangCommitted>;
+                           ResetDone, Resumed, GangCommitted, MembershipChanged>;
 
 // --- Effects --------------------------------------------------------------
 // Enter `to` (the event the listener sees): cancels the state's timer.

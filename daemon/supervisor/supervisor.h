@@ -159,6 +159,10 @@ class Supervisor final : public JobListener {
   // A gang's committed generation (from the slice): the job follows it.
   // Ignored for an unknown or non-gang job.
   void OnGangCommitted(const std::string& job, const GangCommit& commit);
+  // This tpud could not join the slice (`conflict`: why), or joined again
+  // (empty): every gang job stops or resumes following the gang. A job
+  // adopted later learns it too.
+  void OnSliceMembership(const std::string& conflict);
 
   // NotFound for an unknown name; FailedPrecondition from Job::Start.
   absl::StatusOr<JobSnapshot> Start(const std::string& name, const std::string& reason);
@@ -228,7 +232,8 @@ class Supervisor final : public JobListener {
   std::map<std::string, std::string> maintenance_;  // Metadata key -> value, while a notice is in force.
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::set<std::string> restored_;  // Jobs RestoreFromStore found a record for.
-  std::map<std::string, std::string> spec_yaml_;  // Submitted jobs: their spec, to persist.
+  std::map<std::string, std::string> spec_yaml_;
+  std::string slice_conflict_;  // Why this tpud is not a member of the slice; empty: it is (or no slice).  // Submitted jobs: their spec, to persist.
   StoreHealth store_health_;
   std::deque<NumberedEvent> history_;
   std::int64_t next_sequence_ = 1;

@@ -844,6 +844,36 @@ TEST_CASE("Job machine, gang: tpud shutting down with stop_jobs_on_exit leaves t
         "report 5");
 }
 
+TEST_CASE("Job machine, gang: a tpud that is not a member of the slice runs no attempt, and says why",
+          "[machine][gang]") {
+  const std::string conflict = "worker 1 is already held by the tpud on h (pid 7)";
+  const std::string why = "not a member of the slice: " + conflict + "; no attempt runs here until it is";
+  State not_member = GangIn(JobState::kBackoff);
+  not_member.not_member = conflict;
+  State stopping_not_member = GangIn(JobState::kStopping);
+  stopping_not_member.stop = StopIntent::kGang;
+  stopping_not_member.not_member = conflict;
+  Check({
+      GangRow("running (re-attached after a restart): the attempt is stopped, nothing is proposed",
+              GangIn(JobState::kRunning), MembershipChanged{conflict},
+              {"-> stopping: " + why, "signal 15", "timer rung 10s #1", "persist"},
+              [&](const State& s) {
+                CHECK(s.stop == StopIntent::kGang);
+                CHECK(s.not_member == conflict);
+              }),
+      GangRow("its attempt exits: it waits, neither reporting nor proposing", stopping_not_member, Exit(143),
+              {"-> backoff: stopped for gang generation 3 (exit code 143)", "reason: " + why},
+              [](const State& s) { CHECK(s.wait == Wait::kGang); }),
+      GangRow("a stopping commit while not a member: no report", not_member,
+              GangCommitted{Commit(4, GangPhase::kStopping)}, {"reason: " + why}),
+      GangRow("a starting commit while not a member: no launch", not_member,
+              GangCommitted{Commit(4, GangPhase::kStarting, "worker 0: crash", 40)}, {"reason: " + why}),
+      GangRow("a member again: it waits for the gang's commit, delivered again", not_member, MembershipChanged{""},
+              {"reason: a member of the slice again"}, [](const State& s) { CHECK(s.not_member.empty()); }),
+      Row{"a job alone ignores it", In(JobState::kRunning), MembershipChanged{conflict}, {}},
+  });
+}
+
 TEST_CASE("Job machine, gang: a launch that cannot work fails the gang through the slice", "[machine][gang]") {
   State launching = GangIn(JobState::kStarting);
   launching.attempt_alive = false;
