@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 namespace tpud {
@@ -24,6 +25,12 @@ struct RunAs {
   bool operator==(const RunAs&) const = default;
 };
 
+// Whether a variable of the daemon's environment reaches a job launched with
+// clean_environment: PATH, LANG, LANGUAGE, LC_*, TZ, TMPDIR, TERM, and the
+// TPU runtime's settings (names starting TPU_, XLA_, JAX_, LIBTPU_, PJRT_,
+// TF_CPP_). Anything else a job needs goes in its spec's `env`.
+bool IsInheritedVariable(absl::string_view name);
+
 struct LaunchSpec {
   std::string job;
   int attempt = 0;
@@ -39,6 +46,12 @@ struct LaunchSpec {
   std::vector<std::string> argv;             // argv[0] without a '/' is looked up in PATH.
   std::filesystem::path working_dir;
   std::map<std::string, std::string> env;    // Set on top of the daemon's environment.
+  // True (every trainer): the daemon's environment is not passed on, only
+  // the variables IsInheritedVariable allows (PATH, locale, TZ, TMPDIR, the
+  // TPU runtime's TPU_/XLA_/JAX_/LIBTPU_/PJRT_/TF_ settings), then `env`.
+  // tpud's own secrets (access tokens, proxy credentials) never reach a job.
+  // False: the whole environment, as for tpud-shim itself.
+  bool clean_environment = false;
   std::filesystem::path log_path;            // Combined stdout+stderr is appended here.
   std::uint64_t log_max_bytes = 50ull << 20; // Rotate past this size (0: never).
   int log_backups = 10;                      // Keep log_path.1 .. log_path.N.

@@ -1,3 +1,4 @@
+#include "daemon/core/errno_status.h"
 #include "daemon/launch/local_launcher.h"
 
 #include <signal.h>
@@ -149,9 +150,7 @@ absl::StatusOr<std::unique_ptr<Attempt>> LocalLauncher::Launch(const LaunchSpec&
     ::kill(-child->pid, SIGKILL);
     ::waitpid(child->pid, nullptr, 0);
     ::close(child->output_fd);
-    const std::string message = absl::StrCat("spawn: pidfd_open: ", std::strerror(err));
-    if (err == EMFILE || err == ENFILE || err == ENOMEM) return absl::UnavailableError(message);
-    return absl::InternalError(message);
+    return ErrnoStatus(err, "spawn: pidfd_open");
   }
   auto io = std::make_shared<AttemptIo>(io_, spec, child->pid, pidfd, child->output_fd, std::move(*log),
                                         observer);

@@ -1,3 +1,4 @@
+#include "daemon/core/errno_status.h"
 #include "daemon/launch/shim_launcher.h"
 
 #include <poll.h>
@@ -29,16 +30,13 @@ constexpr std::size_t kMaxReportBytes = 64 * 1024;
 absl::Status CreateAttemptDir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir.parent_path(), ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("mkdir ", dir.parent_path().string(), ": ", ec.message()));
-  }
+  if (ec) return ErrnoStatus(ec.value(), absl::StrCat("mkdir ", dir.parent_path().string()));
   if (::mkdir(dir.c_str(), 0750) == 0) return absl::OkStatus();
   if (errno == EEXIST) {
     return absl::AlreadyExistsError(absl::StrCat(
         "attempt dir ", dir.string(), " already exists: Reattach it or remove it first"));
   }
-  return absl::InternalError(absl::StrCat("mkdir ", dir.string(), ": ", std::strerror(errno)));
+  return ErrnoStatus(errno, absl::StrCat("mkdir ", dir.string()));
 }
 
 // Everything the shim writes to `fd` until it closes it.
@@ -72,8 +70,8 @@ absl::StatusOr<shim::ShimReady> StartShim(const fs::path& shim_path, const fs::p
   absl::StatusOr<fs::path> exe = ResolveExecutable(spec);
   absl::StatusOr<SpawnedProcess> child =
       exe.ok() ? SpawnWithOutputPipe(*exe, spec) : absl::StatusOr<SpawnedProcess>(exe.status());
-  if (!child.ok()) {
-    return absl::InternalError(absl::StrCat("tpud-shim: ", child.status().message()));
+  if (!child.ok()) {  // The code says whether a retry may work (EAGAIN, EMFILE: it may).
+    return absl::Status(child.status().code(), absl::StrCat("tpud-shim: ", child.status().message()));
   }
   absl::StatusOr<std::string> report = ReadReport(child->output_fd, timeout);
   ::close(child->output_fd);

@@ -1,3 +1,4 @@
+#include "daemon/core/errno_status.h"
 #include "daemon/process/spawn.h"
 
 #include <fcntl.h>
@@ -82,20 +83,14 @@ struct ChildSetup {
   }
 };
 
-// errno values that say "not now" rather than "never": the launch is retried
-// after a backoff instead of failing the job (fork: EAGAIN/ENOMEM; pipe,
-// open: EMFILE/ENFILE; a full disk for the log: ENOSPC).
-bool IsTransientErrno(int err) {
-  return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == ENOSPC;
-}
-
 // What systemd hands to the service itself (sd_notify(3), sd_listen_fds(3)):
 // they describe tpud, and a job that used them would talk to systemd as tpud.
 constexpr const char* kServiceOnlyVariables[] = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
                                                  "LISTEN_FDS",    "LISTEN_PID",    "LISTEN_FDNAMES"};
 
 // The child's environment as "KEY=VALUE" strings: this process's, without
-// the service-only variables, then HOME/USER/LOGNAME for a run_as user, then
+// the service-only variables (with clean_environment, only the inherited
+// ones), then HOME/USER/LOGNAME for a run_as user, then
 // spec.env (which wins; empty values are kept). Built here rather than with
 // bp::environment, whose lookup (basic_environment_impl::find, Boost 1.74)
 // compares past the end of a shorter entry.
@@ -108,6 +103,7 @@ std::vector<std::string> BuildEnvironment(const LaunchSpec& spec) {
     vars.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
   }
   for (const char* name : kServiceOnlyVariables) vars.erase(name);
+  if (spec.clean_environment) std::erase_if(vars, [](const auto& var) { return !IsInheritedVariable(var.first); });
   if (spec.run_as) {  // login(1)'s variables for the user it runs as; spec.env may override.
     vars["HOME"] = spec.run_as->home.string();
     vars["USER"] = spec.run_as->user;

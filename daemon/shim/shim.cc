@@ -1,3 +1,4 @@
+#include "daemon/core/errno_status.h"
 #include "daemon/shim/shim.h"
 
 #include <fcntl.h>
@@ -69,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Acceptor>> Listen(asio::io_context& io, const fs:
   if (!ec) acceptor->bind(asio::local::stream_protocol::endpoint(path.string()), ec);
   if (!ec && ::chmod(path.c_str(), 0600) != 0) ec.assign(errno, boost::system::system_category());
   if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return absl::InternalError(absl::StrCat("listen on ", path.string(), ": ", ec.message()));
+  if (ec) return ErrnoStatus(ec.value(), absl::StrCat("listen on ", path.string()));
   return acceptor;
 }
 
@@ -77,7 +78,7 @@ absl::StatusOr<std::unique_ptr<Acceptor>> Listen(asio::io_context& io, const fs:
 absl::Status FinishStart(const fs::path& attempt_dir, const LaunchSpec& spec, Started& started) {
   started.trainer.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, started.trainer.pid, 0));
   if (started.trainer.pidfd < 0) {
-    return absl::InternalError(absl::StrCat("spawn: pidfd_open: ", std::strerror(errno)));
+    return ErrnoStatus(errno, "spawn: pidfd_open");
   }
   ShimState state;
   state.protocol = kProtocolVersion;
@@ -144,8 +145,7 @@ int RunShim(const fs::path& attempt_dir) {
   // to reap it, and nothing aimed at the daemon's process group reaches it.
   const pid_t child = ::fork();
   if (child < 0) {
-    WriteToStdout(EncodeReadyError(
-        absl::InternalError(absl::StrCat("tpud-shim: fork: ", std::strerror(errno)))));
+    WriteToStdout(EncodeReadyError(ErrnoStatus(errno, "tpud-shim: fork")));
     return 1;
   }
   if (child > 0) ::_exit(0);  // _exit: no buffers or destructors run twice.

@@ -207,6 +207,31 @@ TEST_CASE("Adversarial: a launch that fails for lack of inodes retries, not coun
   CHECK(running["restarts"] == 0);
 }
 
+TEST_CASE("Adversarial: with the shim launcher, a full attempt directory retries the launch, not counted, "
+          "and the job runs once there is room",
+          "[integration][adversarial]") {
+  if (!CanMountTmpfs()) return;
+  TempDir dir;
+  // The attempts' directories (spec.json, the shim's socket) on a full disk.
+  Tmpfs attempts(dir / "state" / "attempts", "size=256k,nr_inodes=64");
+  attempts.Fill("filler", /*inodes=*/true);
+  TpudProcess tpud(dir, R"(
+- name: waits
+  command: [/bin/sleep, "1000"]
+  start_seconds: 0.2
+  restart: {backoff_initial_seconds: 0.2, backoff_max_seconds: 0.5}
+)");
+  REQUIRE(tpud.Tpuctl({"start", "waits"}).exit_code == 0);
+  const json waiting = tpud.WaitForState("waits", "backoff");
+  CHECK_THAT(waiting["reason"].get<std::string>(), Contains("No space left on device"));
+  CHECK_THAT(waiting["reason"].get<std::string>(), Contains("transient"));
+  CHECK(tpud.Status("waits")["state"] != "failed");
+  attempts.Free();
+  const json running = tpud.WaitForState("waits", "running", Seconds(10));
+  CHECK(running["state"] == "running");
+  CHECK(running["restarts"] == 0);
+}
+
 // chattr +/-i on the state database: writes through tpud's open descriptors
 // then fail (EPERM), as on a disk gone read-only. False (skipped) where
 // chattr does not work (not root, or a filesystem without the flag).

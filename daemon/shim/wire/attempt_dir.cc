@@ -1,3 +1,4 @@
+#include "daemon/core/errno_status.h"
 #include "daemon/shim/wire/attempt_dir.h"
 
 #include <fcntl.h>
@@ -21,8 +22,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// ENOSPC, EMFILE and the like are Unavailable: the launch is retried.
 absl::Status ErrnoError(const fs::path& path, const char* step, int err) {
-  return absl::InternalError(absl::StrCat(path.string(), ": ", step, ": ", std::strerror(err)));
+  return ErrnoStatus(err, absl::StrCat(path.string(), ": ", step));
 }
 
 absl::Status WriteAll(int fd, std::string_view content, const fs::path& path) {
@@ -113,6 +115,7 @@ absl::StatusOr<std::string> SpecToJson(const LaunchSpec& spec) {
                 {"attempt", spec.attempt},
                 {"argv", spec.argv},
                 {"env", spec.env},
+                {"clean_environment", spec.clean_environment},
                 {"working_dir", spec.working_dir.string()},
                 {"log_path", spec.log_path.string()},
                 {"log_max_bytes", spec.log_max_bytes},
@@ -140,6 +143,7 @@ absl::StatusOr<LaunchSpec> ParseSpecJson(std::string_view text, const std::strin
     spec.attempt = IntField<int>(*parsed, "attempt", 0);
     spec.argv = parsed->at("argv").get<std::vector<std::string>>();
     spec.env = parsed->value("env", std::map<std::string, std::string>());
+    spec.clean_environment = parsed->value("clean_environment", false);
     spec.working_dir = parsed->at("working_dir").get<std::string>();
     spec.log_path = parsed->at("log_path").get<std::string>();
     spec.log_max_bytes = IntField<std::uint64_t>(*parsed, "log_max_bytes", spec.log_max_bytes);

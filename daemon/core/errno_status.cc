@@ -1,0 +1,22 @@
+#include "daemon/core/errno_status.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace tpud {
+
+bool IsTransientErrno(int err) {
+  return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == ENOSPC || err == EDQUOT;
+}
+
+absl::Status ErrnoStatus(int err, absl::string_view message) {
+  const std::string text = absl::StrCat(message, ": ", std::strerror(err));
+  if (IsTransientErrno(err)) return absl::UnavailableError(text);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(text);
+  if (err == ENOENT) return absl::NotFoundError(text);
+  return absl::InternalError(text);
+}
+
+}  // namespace tpud
