@@ -29,6 +29,22 @@ absl::StatusOr<int> ParseWorkerId(const std::string& text, const std::string& wh
   return id;
 }
 
+// The TPU node's name from this VM's instance name: a TPU VM worker is named
+// "{node-id}-w-{worker}" (e.g. t1v-n-1a2b3c4d-w-0), one node-id per slice.
+std::optional<std::string> NodeNameFromMetadata(const MetadataClient* metadata) {
+  if (metadata == nullptr) return std::nullopt;
+  absl::StatusOr<MetadataValue> value = metadata->Get(kInstanceNameKey);
+  if (!value.ok()) return std::nullopt;
+  std::string name(absl::StripAsciiWhitespace(value->value));
+  const std::size_t w = name.rfind("-w-");
+  int worker = 0;
+  if (w != std::string::npos && w > 0 && absl::SimpleAtoi(absl::string_view(name).substr(w + 3), &worker)) {
+    name.resize(w);
+  }
+  if (name.empty()) return std::nullopt;
+  return name;
+}
+
 }  // namespace
 
 std::optional<std::string> ProcessEnv(const std::string& name) {
@@ -48,11 +64,15 @@ absl::StatusOr<SliceIdentity> ResolveSliceIdentity(const SliceConfig& slice, con
   } else if (!tpu_name.empty()) {
     identity.name = tpu_name;
     sources.push_back("name: tpu.name");
-  } else if (std::optional<std::string> env = getenv("TPU_NAME")) {
-    identity.name = *env;
-    sources.push_back("name: $TPU_NAME");
+  } else if (std::optional<std::string> node = NodeNameFromMetadata(metadata)) {
+    identity.name = *node;
+    sources.push_back("name: metadata");
   } else {
-    return absl::FailedPreconditionError("slice.name is empty, and neither tpu.name nor $TPU_NAME names the slice");
+    // Not $TPU_NAME: it is "local" (or unset) on many TPU VMs, and two
+    // slices sharing one name on one etcd would become one gang.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "slice.name is empty, and neither tpu.name nor the metadata server (", kInstanceNameKey,
+        ") names the slice; set slice.name to a name unique to this slice on its etcd"));
   }
   if (identity.name.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("slice name \"", identity.name, "\" must not contain '/'"));

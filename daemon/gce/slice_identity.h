@@ -22,6 +22,9 @@
 
 namespace tpud {
 
+// This VM's instance name (computeMetadata/v1/instance/name); on a TPU VM
+// "{node-id}-w-{worker}", the node-id shared by every worker of the slice.
+inline constexpr char kInstanceNameKey[] = "instance/name";
 inline constexpr char kAgentWorkerNumberKey[] = "instance/attributes/agent-worker-number";
 inline constexpr char kWorkerNetworkEndpointsKey[] = "instance/attributes/worker-network-endpoints";
 
@@ -39,7 +42,9 @@ std::optional<std::string> ProcessEnv(const std::string& name);
 // Resolves each of name, worker_id and num_workers from the first source that
 // has it: `slice` (the config), then (for worker_id and num_workers) the
 // metadata server when `metadata` is not null, then the environment; the
-// name falls back to `tpu_name` (the tpu.name key), then $TPU_NAME.
+// name falls back to `tpu_name` (the tpu.name key), then the node's own name
+// from the metadata server (instance/name without its "-w-N"); never
+// $TPU_NAME, which many TPU VMs set to "local".
 // FailedPrecondition naming what is missing and every source tried, e.g.
 // "slice.worker_id is auto, and neither the metadata server
 // (instance/attributes/agent-worker-number: ...) nor $TPU_WORKER_ID has it";

@@ -242,4 +242,29 @@ TEST_CASE("Access: 300 random, malformed and oversized requests leave the daemon
 }
 
 }  // namespace
+
+TEST_CASE("Access: a job gets its spec's env and the allow-list, never tpud's own secrets",
+          "[integration][access]") {
+  TempDir dir;
+  // tpud's own environment, as a unit's Environment= or a token in it would set it.
+  ::setenv("GH_PAT", "ghp_secret_of_tpud", 1);
+  ::setenv("TPU_ACCELERATOR_TYPE", "v5litepod-8", 1);
+  const std::string env_file = (dir / "job.env").string();
+  TpudProcess tpud(dir, R"(
+- name: printenv
+  command: [/bin/sh, -c, 'env > )" + env_file + R"(']
+  env: {FROM_SPEC: "yes"}
+)");
+  ::unsetenv("GH_PAT");
+  ::unsetenv("TPU_ACCELERATOR_TYPE");
+  REQUIRE(tpud.Tpuctl({"start", "printenv"}).exit_code == 0);
+  REQUIRE(tpud.WaitForState("printenv", "succeeded")["state"] == "succeeded");
+  const std::string env = ReadFile(env_file);
+  CHECK_THAT(env, !Contains("ghp_secret_of_tpud"));
+  CHECK_THAT(env, Contains("TPU_ACCELERATOR_TYPE=v5litepod-8"));
+  CHECK_THAT(env, Contains("FROM_SPEC=yes"));
+  CHECK_THAT(env, Contains("TPUD_JOB=printenv"));
+  CHECK_THAT(env, Contains("PATH="));
+}
+
 }  // namespace tpud::testing
