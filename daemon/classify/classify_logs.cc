@@ -1,6 +1,11 @@
 #include "daemon/classify/classify_logs.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <iostream>
+#include <string_view>
+#include <vector>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <system_error>
@@ -11,22 +16,73 @@
 
 namespace tpud {
 
+namespace {
+
+// Lines longer than this are cut: the classifier sees their first 64 KiB,
+// and a file with no newline at all costs no more memory than that.
+constexpr std::size_t kMaxLineBytes = 64 * 1024;
+
+// Scans `in` line by line (a trailing '\r' dropped), each line capped.
+void ScanStream(std::istream& in, AttemptScanner& scanner) {
+  std::string line;
+  bool cut = false;
+  const auto emit = [&] {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    scanner.ScanLine(line);
+    line.clear();
+    cut = false;
+  };
+  std::vector<char> buffer(64 * 1024);
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    std::string_view chunk(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    while (!chunk.empty()) {
+      const std::size_t newline = chunk.find('\n');
+      const std::string_view part = chunk.substr(0, newline);
+      if (!cut) {
+        const std::size_t room = kMaxLineBytes - line.size();
+        cut = part.size() > room;
+        line.append(part.substr(0, room));
+      }
+      if (newline == std::string_view::npos) break;
+      emit();
+      chunk.remove_prefix(newline + 1);
+    }
+  }
+  if (!line.empty() || cut) emit();
+}
+
+// Why `path` is not read: anything but a regular file (a FIFO would block, a
+// device like /dev/zero never ends); "-" is standard input, read on purpose.
+absl::Status CheckRegularFile(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, absl::StrCat(path.string(), ": cannot open"));
+  if (S_ISREG(st.st_mode)) return absl::OkStatus();
+  if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path.string(), ": is a directory"));
+  const char* what = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  return absl::InvalidArgumentError(
+      absl::StrCat(path.string(), ": is ", what, "; classify reads regular files, or - for standard input"));
+}
+
+}  // namespace
+
 absl::StatusOr<LogVerdict> ClassifyLogFile(const std::filesystem::path& path,
                                            std::shared_ptr<const FailureClassifier> classifier,
                                            const ExitStatus& exit) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": is a directory"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::ErrnoToStatus(errno, absl::StrCat(path.string(), ": cannot open"));
   AttemptScanner scanner(std::move(classifier));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    scanner.ScanLine(line);
+  if (path == "-") {
+    ScanStream(std::cin, scanner);
+    if (std::cin.bad()) return absl::DataLossError("standard input: read error");
+  } else {
+    if (absl::Status regular = CheckRegularFile(path); !regular.ok()) return regular;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::ErrnoToStatus(errno, absl::StrCat(path.string(), ": cannot open"));
+    ScanStream(in, scanner);
+    if (in.bad()) return absl::ErrnoToStatus(errno, absl::StrCat(path.string(), ": read error"));
   }
-  if (in.bad()) return absl::ErrnoToStatus(errno, absl::StrCat(path.string(), ": read error"));
   LogVerdict verdict;
   verdict.file = path.string();
   verdict.lines = scanner.lines_scanned();

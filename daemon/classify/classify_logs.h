@@ -21,11 +21,14 @@ struct LogVerdict {
   Classification verdict;
 };
 
-// Reads `path` line by line (a trailing '\r' is dropped from each line),
-// scans every line with one AttemptScanner on `classifier`, and classifies
-// the attempt as if it ended with `exit` (not hung). Errors name the file:
-// "PATH: cannot open: No such file or directory" (the errno's status code),
-// "PATH: is a directory" (InvalidArgument), "PATH: read error: ...".
+// Reads `path` ("-": standard input) line by line as a stream (a trailing
+// '\r' is dropped from each line, and a line is cut at 64 KiB, so memory is
+// bounded whatever the input), scans every line with one AttemptScanner on
+// `classifier`, and classifies the attempt as if it ended with `exit` (not
+// hung). Errors name the file: "PATH: cannot open: No such file or
+// directory" (the errno's status code), "PATH: is a directory" / "is a FIFO"
+// / "is a character device" (InvalidArgument: only regular files, or "-"),
+// "PATH: read error: ...".
 // Thread-safe if `classifier` is (it is).
 absl::StatusOr<LogVerdict> ClassifyLogFile(const std::filesystem::path& path,
                                            std::shared_ptr<const FailureClassifier> classifier,

@@ -1,6 +1,9 @@
 // Classifying saved logs offline (`tpud classify`): line numbers, the
 // human and JSON output, a job's failure_rules, and errors naming the file.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -67,6 +70,36 @@ TEST_CASE("Classify logs: an unreadable file is an error naming it", "[classify]
   auto directory = ClassifyLogFile(dir.path(), MakeClassifier(), ExitCode(1));
   REQUIRE_FALSE(directory.ok());
   CHECK(std::string(directory.status().message()) == dir.path().string() + ": is a directory");
+}
+
+TEST_CASE("Classify logs: a FIFO or a device is refused, not read forever", "[classify][classify_logs]") {
+  TempDir dir;
+  const std::filesystem::path fifo = dir.path() / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto from_fifo = ClassifyLogFile(fifo, MakeClassifier(), ExitCode(1));  // Would block with no writer.
+  REQUIRE_FALSE(from_fifo.ok());
+  CHECK(std::string(from_fifo.status().message()) ==
+        fifo.string() + ": is a FIFO; classify reads regular files, or - for standard input");
+  auto zero = ClassifyLogFile("/dev/zero", MakeClassifier(), ExitCode(1));  // Would never end.
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(zero.status().message()), Catch::Matchers::Contains("is a character device"));
+}
+
+TEST_CASE("Classify logs: a line past 64 KiB is cut, and the lines after it still count",
+          "[classify][classify_logs]") {
+  TempDir dir;
+  const std::string log = dir.File("long.log", std::string(3 << 20, 'x') + "\n" + kOomLine + "\n");
+  auto verdict = ClassifyLogFile(log, MakeClassifier(), ExitCode(1));
+  REQUIRE(verdict.ok());
+  CHECK(verdict->lines == 2);
+  CHECK(verdict->verdict.matched_line_number == 2);
+  CHECK(verdict->verdict.matched_line == kOomLine);
+  const std::string no_newline = dir.File("one.log", std::string(1 << 20, 'y') + kOomLine);
+  auto cut = ClassifyLogFile(no_newline, MakeClassifier(), ExitCode(1));
+  REQUIRE(cut.ok());
+  CHECK(cut->lines == 1);
+  CHECK(cut->verdict.matched_line_number == 0);  // The OOM text lies past the cut.
 }
 
 TEST_CASE("Classify command: a job's failure_rules apply first, and bad files exit 2 naming them",
