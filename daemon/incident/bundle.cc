@@ -1,6 +1,7 @@
 #include "daemon/incident/bundle.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <re2/re2.h>
 #include <set>
 #include <system_error>
 
@@ -131,15 +133,48 @@ void Prune(const fs::path& dir, const std::string& job, int keep, std::vector<st
 
 }  // namespace
 
-std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env) {
-  static constexpr const char* kSecretWords[] = {"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"};
-  std::map<std::string, std::string> out;
-  for (const auto& [name, value] : env) {
-    const std::string upper = absl::AsciiStrToUpper(name);
-    const bool secret = std::any_of(std::begin(kSecretWords), std::end(kSecretWords),
-                                    [&](const char* word) { return upper.find(word) != std::string::npos; });
-    out[name] = secret ? "<redacted>" : value;
+static bool SecretName(const std::string& name) {
+  static constexpr const char* kSecretWords[] = {"TOKEN", "SECRET", "KEY",     "PASSWORD", "PASSWD",
+                                                 "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"};
+  const std::string upper = absl::AsciiStrToUpper(name);
+  if (std::any_of(std::begin(kSecretWords), std::end(kSecretWords),
+                  [&](const char* word) { return upper.find(word) != std::string::npos; })) {
+    return true;
   }
+  // Short words only as a whole part of the name: GH_PAT, DB_PASS, not PATH.
+  for (absl::string_view part : absl::StrSplit(upper, '_')) {
+    if (part == "PAT" || part == "PASS" || part == "PW" || part == "PWD" || part == "CREDS") return true;
+  }
+  return false;
+}
+
+// A value that is a secret whatever its name: a URL with credentials
+// (scheme://user:password@host, as DATABASE_URL or http_proxy carry them),
+// an Authorization header's value, a token with a well-known prefix (GitHub
+// ghp_/gho_/github_pat_, Slack xox?-, GitLab glpat-, AWS AKIA, Google ya29.,
+// OpenAI-style sk-), or a long random-looking string (32+ characters of a
+// base64 alphabet with upper and lower case and digits, or of hex digits).
+static bool SecretValue(const std::string& value) {
+  static const RE2 kPatterns(
+      R"((?i)[a-z][a-z0-9+.-]*://[^/@\s]+@|^\s*(bearer|basic|token)\s+\S)"
+      R"(|\b(ghp_|gho_|ghs_|github_pat_|xox[abposr]-|glpat-|AKIA[0-9A-Z]{12}|ya29\.|sk-[A-Za-z0-9]{16}))");
+  if (RE2::PartialMatch(value, kPatterns)) return true;
+  static const RE2 kRandom(R"(([A-Za-z0-9+_=-]{32,}))");
+  re2::StringPiece input(value);
+  std::string run;
+  while (RE2::FindAndConsume(&input, kRandom, &run)) {
+    const auto has = [&](int (*is)(int)) {
+      return std::any_of(run.begin(), run.end(), [&](char c) { return is(static_cast<unsigned char>(c)) != 0; });
+    };
+    const bool hex = std::all_of(run.begin(), run.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+    if ((has(isupper) && has(islower) && has(isdigit)) || (hex && has(isalpha) && has(isdigit))) return true;
+  }
+  return false;
+}
+
+std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : env) out[name] = SecretName(name) || SecretValue(value) ? "<redacted>" : value;
   return out;
 }
 
@@ -350,7 +385,7 @@ absl::StatusOr<Bundle> ReadBundle(const fs::path& dir, const std::string& job, s
   std::error_code ec;
   for (fs::recursive_directory_iterator it(bundle.dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code file_ec;
-    if (!it->is_regular_file(file_ec)) continue;
+    if (!fs::is_regular_file(it->symlink_status(file_ec))) continue;  // Never what a link points to.
     const std::uint64_t size = it->file_size(file_ec);
     if (file_ec) continue;  // Gone meanwhile.
     bundle.files.push_back(BundleFile{it->path().lexically_relative(bundle.dir).string(), size});
@@ -358,6 +393,30 @@ absl::StatusOr<Bundle> ReadBundle(const fs::path& dir, const std::string& job, s
   std::sort(bundle.files.begin(), bundle.files.end(),
             [](const BundleFile& a, const BundleFile& b) { return a.name < b.name; });
   return bundle;
+}
+
+absl::StatusOr<std::string> ReadBundleFile(const Bundle& bundle, const std::string& name, std::size_t max_bytes) {
+  const fs::path path = bundle.dir / name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ELOOP) return absl::InvalidArgumentError(absl::StrCat(path.string(), ": is a symbolic link; not read"));
+    return absl::ErrnoToStatus(errno, path.string());
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a regular file; not read"));
+  }
+  std::string out;
+  char buf[8192];
+  while (out.size() < max_bytes) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, max_bytes - out.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 }  // namespace tpud::incident

@@ -97,8 +97,12 @@ struct CaptureResult {
 // note in the result and in summary.json.
 absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const CaptureOptions& options);
 
-// `env` with the values of secret-looking names replaced by "<redacted>":
-// names containing TOKEN, SECRET, KEY, PASSWORD or CREDENTIAL, in any case.
+// `env` with secret-looking values replaced by "<redacted>": by name (in any
+// case, containing TOKEN, SECRET, KEY, PASSWORD, PASSWD, CREDENTIAL, AUTH,
+// COOKIE, SESSION or PRIVATE, or with PAT, PASS, PW, PWD or CREDS as a whole
+// "_"-separated part), and by value whatever the name (a URL with
+// user:password@, a bearer/basic credential, a well-known token prefix, a
+// long random-looking string).
 std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env);
 
 // The last `max_lines` lines of the file (at most `max_bytes` of its end).
@@ -127,5 +131,12 @@ struct Bundle {
 std::vector<std::int64_t> ListBundles(const std::filesystem::path& dir, const std::string& job);
 // One bundle; `number` 0 means the newest. NotFound names what is missing.
 absl::StatusOr<Bundle> ReadBundle(const std::filesystem::path& dir, const std::string& job, std::int64_t number);
+
+// The content of `name` (one of the files ReadBundle listed) of `bundle`, at
+// most `max_bytes`. Opened with O_NOFOLLOW and read only when it is a regular
+// file, so a link planted in a bundle directory never makes tpud read what
+// it points to. Errors: InvalidArgument for a link or anything else that is
+// not a regular file, the errno's status when it cannot be opened.
+absl::StatusOr<std::string> ReadBundleFile(const Bundle& bundle, const std::string& name, std::size_t max_bytes);
 
 }  // namespace tpud::incident

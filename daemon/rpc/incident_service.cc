@@ -38,12 +38,10 @@ grpc::Status SupervisorService::GetIncident(grpc::ServerContext*, const v1::GetI
                           absl::StrCat("incident bundle ", bundle->dir.string(), " holds more than ",
                                        kMaxIncidentSendBytes, " bytes; copy the directory instead"));
     }
-    std::ifstream in(bundle->dir / file.name, std::ios::binary);
-    std::string content(file.size, '\0');
-    in.read(content.data(), static_cast<std::streamsize>(content.size()));
-    content.resize(static_cast<std::size_t>(in.gcount()));
-    sent += content.size();
-    out->set_content(std::move(content));
+    absl::StatusOr<std::string> content = incident::ReadBundleFile(*bundle, file.name, file.size);
+    if (!content.ok()) continue;  // Replaced by a link or gone meanwhile: listed, never followed.
+    sent += content->size();
+    out->set_content(*std::move(content));
   }
   return grpc::Status::OK;
 }

@@ -131,6 +131,25 @@ TEST_CASE("Bundle: ReadBundle finds the newest or a numbered bundle and lists it
   CHECK(ReadBundle(options.dir, "nope", 0).status().message() == "job \"nope\" has no incident bundle");
 }
 
+TEST_CASE("Bundle: a link planted in a bundle is neither listed nor followed", "[bundle]") {
+  TempDir dir;
+  const CaptureOptions options = Options(dir);
+  dir.WriteFile("digits.log", "hello\n");
+  REQUIRE(Capture(ExitRequest(dir, 1), options).ok());
+  const std::string secret = dir.WriteFile("root-only/secret", "the root-only secret").string();
+  const std::filesystem::path bundle_dir = options.dir / "digits" / "1";
+  std::filesystem::create_symlink(secret, bundle_dir / "stacks-link.txt");
+  absl::StatusOr<Bundle> bundle = ReadBundle(options.dir, "digits", 1);
+  REQUIRE(bundle.ok());
+  for (const BundleFile& file : bundle->files) CHECK(file.name != "stacks-link.txt");
+  absl::StatusOr<std::string> linked = ReadBundleFile(*bundle, "stacks-link.txt", 1 << 20);
+  REQUIRE_FALSE(linked.ok());
+  CHECK(linked.status().code() == absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::string> summary = ReadBundleFile(*bundle, "summary.json", 1 << 20);
+  REQUIRE(summary.ok());
+  CHECK(nlohmann::json::parse(*summary)["incident"] == 1);
+}
+
 TEST_CASE("Bundle: the log tail reads only the end of a large log", "[bundle]") {
   TempDir dir;
   std::string log(3 << 20, 'x');
@@ -159,6 +178,38 @@ TEST_CASE("Bundle: secret-looking names are redacted whatever their case", "[bun
   CHECK(redacted.at("GOOGLE_APPLICATION_CREDENTIALS") == "<redacted>");
   CHECK(redacted.at("HOME") == "/root");
   CHECK(redacted.at("MONKEY") == "<redacted>");  // "KEY" inside a name: redacted rather than leaked.
+}
+
+TEST_CASE("Bundle: secrets are redacted by their value too, whatever the variable's name", "[bundle]") {
+  const std::map<std::string, std::string> planted = {
+      {"DATABASE_URL", "postgres://app:hunter2@db.internal:5432/prod"},
+      {"https_proxy", "http://alice:s3cret@proxy:3128"},
+      {"GH_PAT", "short"},
+      {"AUTHORIZATION", "x"},
+      {"UPSTREAM", "Bearer abc.def.ghi"},
+      {"CI_JOB", "ghp_0123456789abcdefABCDEF0123456789abcd"},
+      {"SLACK_HOOK_ID", "xoxb-1234-5678"},
+      {"STORE", "AKIAIOSFODNN7EXAMPLE"},
+      {"RANDOM_BLOB", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg9"},
+      {"DB_PASS", "p"},
+  };
+  for (const auto& [name, value] : RedactEnv(planted)) {
+    INFO(name);
+    CHECK(value == "<redacted>");
+  }
+  // What a job needs to be debugged stays readable.
+  const auto kept = RedactEnv({{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                               {"XLA_FLAGS", "--xla_dump_to=/tmp/xla --xla_dump_hlo_as_text"},
+                               {"TPUD_CHECKPOINT", "/ckpt/orbax/checkpoint_00001200"},
+                               {"PJRT_DEVICE", "TPU"},
+                               {"RUN_DIR", "/home/user/experiments/run_2024_01_15_baseline/checkpoints"},
+                               {"PROXY_HOST", "http://proxy:3128"}});
+  CHECK(kept.at("PATH") == "/usr/local/bin:/usr/bin:/bin");
+  CHECK(kept.at("XLA_FLAGS") == "--xla_dump_to=/tmp/xla --xla_dump_hlo_as_text");
+  CHECK(kept.at("TPUD_CHECKPOINT") == "/ckpt/orbax/checkpoint_00001200");
+  CHECK(kept.at("PJRT_DEVICE") == "TPU");
+  CHECK(kept.at("RUN_DIR") == "/home/user/experiments/run_2024_01_15_baseline/checkpoints");
+  CHECK(kept.at("PROXY_HOST") == "http://proxy:3128");
 }
 
 }  // namespace
