@@ -70,8 +70,10 @@ absl::StatusOr<shim::ShimReady> StartShim(const fs::path& shim_path, const fs::p
   absl::StatusOr<fs::path> exe = ResolveExecutable(spec);
   absl::StatusOr<SpawnedProcess> child =
       exe.ok() ? SpawnWithOutputPipe(*exe, spec) : absl::StatusOr<SpawnedProcess>(exe.status());
-  if (!child.ok()) {  // The code says whether a retry may work (EAGAIN, EMFILE: it may).
-    return absl::Status(child.status().code(), absl::StrCat("tpud-shim: ", child.status().message()));
+  if (!child.ok()) {  // Out of processes or fds (Unavailable): a retry may work; else tpud's install is broken.
+    const bool transient = child.status().code() == absl::StatusCode::kUnavailable;
+    return absl::Status(transient ? absl::StatusCode::kUnavailable : absl::StatusCode::kInternal,
+                        absl::StrCat("tpud-shim: ", child.status().message()));
   }
   absl::StatusOr<std::string> report = ReadReport(child->output_fd, timeout);
   ::close(child->output_fd);
