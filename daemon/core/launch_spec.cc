@@ -5,7 +5,7 @@
 namespace tpud {
 
 bool IsInheritedVariable(absl::string_view name) {
-  for (absl::string_view exact : {"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM"}) {
+  for (absl::string_view exact : {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM"}) {
     if (name == exact) return true;
   }
   for (absl::string_view prefix : {"LC_", "TPU_", "XLA_", "JAX_", "LIBTPU_", "PJRT_", "TF_CPP_"}) {

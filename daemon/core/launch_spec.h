@@ -26,7 +26,8 @@ struct RunAs {
 };
 
 // Whether a variable of the daemon's environment reaches a job launched with
-// clean_environment: PATH, LANG, LANGUAGE, LC_*, TZ, TMPDIR, TERM, and the
+// clean_environment: PATH, HOME, USER, LOGNAME (a run_as user's own replace
+// them), LANG, LANGUAGE, LC_*, TZ, TMPDIR, TERM, and the
 // TPU runtime's settings (names starting TPU_, XLA_, JAX_, LIBTPU_, PJRT_,
 // TF_CPP_). Anything else a job needs goes in its spec's `env`.
 bool IsInheritedVariable(absl::string_view name);
