@@ -35,10 +35,12 @@ class Slice {
   // `progress_timeout` (seconds, 0: none): a worker with no step for that long hangs.
   // `extra_daemon_yaml`: more top-level keys of every worker's tpud.yaml.
   // `worker_yaml(w)`: more top-level keys for worker w alone.
+  // `lease_seconds`: slice.etcd.lease_seconds of every worker.
   Slice(int workers, int etcd_members = 1, int progress_timeout = 0, std::string extra_daemon_yaml = "",
-        std::function<std::string(int)> worker_yaml = nullptr)
+        std::function<std::string(int)> worker_yaml = nullptr, int lease_seconds = 3)
       : etcd_(etcd_members),
         workers_(workers),
+        lease_seconds_(lease_seconds),
         extra_daemon_yaml_(std::move(extra_daemon_yaml)),
         worker_yaml_(std::move(worker_yaml)) {
     fs::create_directories(control_);
@@ -79,7 +81,8 @@ class Slice {
     const std::string gce = worker_yaml_ ? worker_yaml_(worker) : "gce_metadata: {enabled: \"false\"}\n";
     const std::string daemon_yaml = gce +
                                     "slice:\n"
-                                    "  etcd: {endpoints: [" + endpoints + "], prefix: /it, lease_seconds: 3}\n"
+                                    "  etcd: {endpoints: [" + endpoints + "], prefix: /it, lease_seconds: " +
+                                    std::to_string(lease_seconds_) + "}\n"
                                     "  name: test-slice\n"
                                     "  worker_id: " + std::to_string(worker) + "\n"
                                     "  num_workers: " + std::to_string(workers_) + "\n" + extra_daemon_yaml_;
@@ -134,6 +137,7 @@ class Slice {
  private:
   EtcdCluster etcd_;
   int workers_;
+  int lease_seconds_;
   std::string extra_daemon_yaml_;
   std::function<std::string(int)> worker_yaml_;
   TempDir shared_;
@@ -567,7 +571,9 @@ TEST_CASE("slice: a gang spec in etcd that names no user is refused on every wor
 TEST_CASE("slice: a duplicate worker id never takes over a killed tpud's id at once, and a tpud that is not a "
           "member stops the gang attempt it re-attached",
           "[slice][integration]") {
-  Slice slice(2);
+  // A lease long enough that the duplicate's first claim surely meets the
+  // dead holder's key, even under a sanitizer.
+  Slice slice(2, 1, 0, "", nullptr, /*lease_seconds=*/10);
   REQUIRE(slice.WaitAllRunning(1));
   const int trainer = slice[1].Status("train")["pid"];
   REQUIRE(kill(slice[1].pid(), SIGKILL) == 0);  // Its trainer lives on under its shim.
@@ -581,7 +587,7 @@ TEST_CASE("slice: a duplicate worker id never takes over a killed tpud's id at o
   // Once the lease lapsed the duplicate holds worker 1. The first tpud comes
   // back: not a member, it stops the trainer it re-attached, and says why.
   REQUIRE(WaitFor([&] { return duplicate->StderrText().find("worker 1 of 2 joined") != std::string::npos; },
-                  Seconds(15)));
+                  Seconds(30)));
   slice.Start(1);
   CHECK(WaitFor([&] { return !Alive(trainer); }, Seconds(20)));
   const json status = slice[1].Status("train");
