@@ -28,14 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// Reads at most `max_bytes` of a file; /proc files report size 0, so this
-// reads rather than stats. nullopt with `error` set when it cannot be opened.
-std::optional<std::string> ReadBounded(const fs::path& path, std::size_t max_bytes, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    *error = std::strerror(errno);
-    return std::nullopt;
-  }
+// At most `max_bytes` of the open `fd`, which it closes. nullopt with `error`
+// set when the first read fails.
+std::optional<std::string> ReadFdBounded(int fd, std::size_t max_bytes, std::string* error) {
   std::string out;
   char buf[8192];
   while (out.size() < max_bytes) {
@@ -51,6 +46,17 @@ std::optional<std::string> ReadBounded(const fs::path& path, std::size_t max_byt
   }
   ::close(fd);
   return out;
+}
+
+// Reads at most `max_bytes` of a file; /proc files report size 0, so this
+// reads rather than stats. nullopt with `error` set when it cannot be opened.
+std::optional<std::string> ReadBounded(const fs::path& path, std::size_t max_bytes, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return std::nullopt;
+  }
+  return ReadFdBounded(fd, max_bytes, error);
 }
 
 // Writes `text` to DIR/NAME; a failure becomes a note.
@@ -407,16 +413,10 @@ absl::StatusOr<std::string> ReadBundleFile(const Bundle& bundle, const std::stri
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a regular file; not read"));
   }
-  std::string out;
-  char buf[8192];
-  while (out.size() < max_bytes) {
-    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, max_bytes - out.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
+  std::string error;
+  std::optional<std::string> content = ReadFdBounded(fd, max_bytes, &error);
+  if (!content) return absl::UnavailableError(absl::StrCat(path.string(), ": ", error));
+  return *std::move(content);
 }
 
 }  // namespace tpud::incident
