@@ -2,6 +2,7 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -92,6 +93,44 @@ absl::StatusOr<std::optional<RunAs>> ResolveRunAs(const std::string& user, const
     who.groups.push_back(*gid);
   }
   return std::optional<RunAs>(std::move(who));
+}
+
+ScopedFsIdentity::ScopedFsIdentity(const std::optional<RunAs>& who) {
+  if (!who || ::geteuid() != 0) return;
+  const long count = ::syscall(SYS_getgroups, 0, nullptr);
+  saved_groups_.resize(count > 0 ? static_cast<std::size_t>(count) : 0);
+  if (count < 0 || ::syscall(SYS_getgroups, saved_groups_.size(), saved_groups_.data()) != count) {
+    status_ = absl::InternalError(absl::StrCat("getgroups: ", std::strerror(errno)));
+    return;
+  }
+  // setfsuid(2) returns the previous value and cannot report failure: a
+  // second call with an invalid id (-1) reads the current one back.
+  saved_fsuid_ = static_cast<uid_t>(::syscall(SYS_setfsuid, static_cast<uid_t>(-1)));
+  saved_fsgid_ = static_cast<gid_t>(::syscall(SYS_setfsgid, static_cast<gid_t>(-1)));
+  switched_ = true;
+  const std::vector<gid_t> groups(who->groups.begin(), who->groups.end());
+  if (::syscall(SYS_setgroups, groups.size(), groups.data()) != 0) {
+    status_ = absl::InternalError(absl::StrCat("setgroups as ", who->user, ": ", std::strerror(errno)));
+    Restore();
+    return;
+  }
+  ::syscall(SYS_setfsgid, who->gid);
+  ::syscall(SYS_setfsuid, who->uid);
+  if (static_cast<uid_t>(::syscall(SYS_setfsuid, static_cast<uid_t>(-1))) != who->uid ||
+      static_cast<gid_t>(::syscall(SYS_setfsgid, static_cast<gid_t>(-1))) != who->gid) {
+    status_ = absl::InternalError(absl::StrCat("setfsuid/setfsgid as ", who->user, " did not take"));
+    Restore();
+  }
+}
+
+ScopedFsIdentity::~ScopedFsIdentity() { Restore(); }
+
+void ScopedFsIdentity::Restore() {
+  if (!switched_) return;
+  switched_ = false;
+  ::syscall(SYS_setfsuid, saved_fsuid_);
+  ::syscall(SYS_setfsgid, saved_fsgid_);
+  ::syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data());
 }
 
 }  // namespace tpud

@@ -37,6 +37,7 @@ struct ChildPlan {
   const RunAs* run_as = nullptr;
   const gid_t* groups = nullptr;       // run_as->groups as gid_t.
   std::size_t group_count = 0;
+  const char* working_dir = nullptr;   // Entered after the privileges drop.
 };
 
 // Runs in the child between vfork and exec, on the parent's memory: only
@@ -71,6 +72,12 @@ struct ChildSetup {
       // Never exec with tpud's privileges. The message fits std::string's
       // small buffer: set_error copies it without allocating.
       exec.set_error(std::error_code(errno, std::system_category()), "set uid/gid");
+      ::_exit(127);
+    }
+    // As the job's user, never as tpud: a directory the user may not enter
+    // fails the launch instead of giving it a root-only working directory.
+    if (::chdir(plan->working_dir) != 0) {
+      exec.set_error(std::error_code(errno, std::system_category()), "working_dir");
       ::_exit(127);
     }
   }
@@ -166,6 +173,8 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
   ChildPlan plan;
   const std::string cgroup_procs = (spec.cgroup / "cgroup.procs").string();
   if (!spec.cgroup.empty()) plan.cgroup_procs = cgroup_procs.c_str();
+  const std::string working_dir = spec.working_dir.string();
+  plan.working_dir = working_dir.c_str();
   std::vector<gid_t> groups;
   if (spec.run_as) {
     plan.run_as = &*spec.run_as;
@@ -184,7 +193,6 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
     envp.push_back(nullptr);
     bp::child child(bp::exe = exe.string(), bp::args = args,
                     bp::extend::on_setup = UseEnvironment{envp.data()},
-                    bp::start_dir = spec.working_dir.string(),
                     // clang-format off
                     bp::std_in < bp::null, (bp::std_out & bp::std_err) > output,
                     // clang-format on

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "daemon/core/durations.h"
+#include "daemon/process/run_as.h"
 
 namespace tpud {
 
@@ -183,6 +184,25 @@ void Job::PerformTransition(const machine::Transition& transition) {
   deps_.listener->OnJobEvent(event);
 }
 
+namespace {
+
+// Runs a checkpoint lookup with the job user's file permissions: tpud never
+// lists, on a job's behalf, a directory its user could not list.
+template <typename Lookup>
+auto ReadAsJobUser(const absl::StatusOr<std::optional<RunAs>>& who, Lookup lookup) -> decltype(lookup()) {
+  if (!who.ok()) return who.status();
+  ScopedFsIdentity as(*who);
+  if (!as.status().ok()) return as.status();
+  return lookup();
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<RunAs>> Job::JobUser() const {
+  if (!deps_.resolve_run_as) return std::optional<RunAs>();
+  return deps_.resolve_run_as(spec_.user, spec_.group);
+}
+
 void Job::RunPreflight() {
   const PreflightVerdict verdict = deps_.preflight(spec_);
   FeedResult(machine::PreflightChecked{verdict.status, verdict.reset_for, deps_.random()});
@@ -191,12 +211,15 @@ void Job::RunPreflight() {
 void Job::PrepareAttempt(const machine::PrepareAttempt& prepare) {
   attempt_started_ = deps_.clock->Now();
   absl::StatusOr<std::optional<CheckpointRef>> found = std::optional<CheckpointRef>();
-  if (!prepare.gang) {
-    found = deps_.find_checkpoint(spec_.checkpoint);
+  const absl::StatusOr<std::optional<RunAs>> who = JobUser();
+  if (!who.ok()) {
+    // No lookup: the launch reports the unknown user by name.
+  } else if (!prepare.gang) {
+    found = ReadAsJobUser(who, [&] { return deps_.find_checkpoint(spec_.checkpoint); });
   } else if (prepare.step) {
     // The step every worker holds, from this worker's own checkpoint of it.
     found = deps_.find_checkpoint_at_step
-                ? deps_.find_checkpoint_at_step(spec_.checkpoint, *prepare.step)
+                ? ReadAsJobUser(who, [&] { return deps_.find_checkpoint_at_step(spec_.checkpoint, *prepare.step); })
                 : absl::StatusOr<std::optional<CheckpointRef>>(absl::UnimplementedError("no step lookup"));
     if (found.ok() && !*found) {
       found = absl::NotFoundError(absl::StrCat("no complete checkpoint of step ", *prepare.step, " in ",
@@ -221,7 +244,7 @@ void Job::LaunchAttempt() {
   LaunchSpec launch = BuildLaunchSpec();
   absl::Status status;
   if (deps_.resolve_run_as) {
-    absl::StatusOr<std::optional<RunAs>> run_as = deps_.resolve_run_as(spec_.user, spec_.group);
+    absl::StatusOr<std::optional<RunAs>> run_as = JobUser();
     if (run_as.ok()) {
       launch.run_as = *run_as;
       if (launch.run_as && spec_.working_dir.empty()) {
@@ -256,7 +279,8 @@ void Job::ReportStopped(std::int64_t generation) {
   report.worker = deps_.worker_id;
   report.generation = generation;
   if (deps_.list_checkpoint_steps) {
-    absl::StatusOr<std::vector<std::int64_t>> steps = deps_.list_checkpoint_steps(spec_.checkpoint);
+    absl::StatusOr<std::vector<std::int64_t>> steps =
+        ReadAsJobUser(JobUser(), [&] { return deps_.list_checkpoint_steps(spec_.checkpoint); });
     if (steps.ok()) {
       report.steps = *std::move(steps);
     } else {

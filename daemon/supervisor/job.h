@@ -291,6 +291,8 @@ class Job final : public AttemptObserver {
   void CloseIncident(const std::string& outcome);
   void PublishIncident();
   LaunchSpec BuildLaunchSpec() const;
+  // Who the job's attempts run as (deps_.resolve_run_as; nullopt: as tpud).
+  absl::StatusOr<std::optional<RunAs>> JobUser() const;
 
   JobSpec spec_;
   JobDeps deps_;

@@ -57,6 +57,41 @@ TEST_CASE("Adversarial: a job with user: runs as that user, with its HOME, and c
   CHECK(running["user"] == "nobody");
 }
 
+TEST_CASE("Adversarial: a job's working_dir and checkpoint.dir are entered as its user, never as root",
+          "[integration][adversarial]") {
+  if (!CanRunAsNobody()) return;
+  TempDir dir;
+  fs::permissions(dir.path(), fs::perms(0755));
+  const fs::path private_dir = dir / "private";
+  fs::create_directories(private_dir / "ckpt" / "checkpoint-5");
+  dir.WriteFile("private/ckpt/checkpoint-5/trainer_state.json", "{}");
+  fs::permissions(private_dir, fs::perms(0700));  // root's alone.
+  TpudProcess tpud(dir, R"yaml(
+- name: inside
+  command: [/bin/sh, -c, 'echo "entered $(pwd)"; ls']
+  working_dir: private
+  user: nobody
+- name: resume
+  command: [/bin/sh, -c, 'echo "resume from [$TPUD_CHECKPOINT]"']
+  user: nobody
+  checkpoint: {dir: private/ckpt, layout: huggingface}
+)yaml");
+  REQUIRE(tpud.Tpuctl({"start", "inside"}).exit_code == 0);
+  const json inside = tpud.WaitForState("inside", "failed");
+  INFO(inside.dump());
+  CHECK(inside["state"] == "failed");
+  CHECK_THAT(inside["reason"].get<std::string>(), Contains("working_dir: Permission denied"));
+  CHECK_THAT(tpud.Logs("inside"), !Contains("entered"));
+
+  REQUIRE(tpud.Tpuctl({"start", "resume"}).exit_code == 0);
+  // Counted and retried as any checkpoint lookup error is, and never run.
+  const json resume = tpud.WaitForState("resume", "backoff");
+  INFO(resume.dump());
+  CHECK(resume["state"] == "backoff");
+  CHECK_THAT(resume["reason"].get<std::string>(), Contains("Permission denied"));
+  CHECK_THAT(tpud.Logs("resume"), !Contains("checkpoint-5"));
+}
+
 TEST_CASE("Adversarial: a non-root caller's job runs as the caller, naming root is PERMISSION_DENIED",
           "[integration][adversarial]") {
   if (!CanRunAsNobody()) return;
