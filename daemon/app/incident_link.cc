@@ -97,6 +97,13 @@ void IncidentCapturer::RetireNow(const incident::CaptureOptions& options, const 
   }
 }
 
+void IncidentCapturer::KeepWithinBounds(const incident::CaptureOptions& options,
+                                        const std::filesystem::path& captured) {
+  for (const std::string& line : incident::ApplyRetention(options.dir, options.retention, captured)) {
+    spdlog::info("{}", line);
+  }
+}
+
 void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident::CaptureOptions& base) {
   for (;;) {
     Queued next;
@@ -113,6 +120,7 @@ void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident
     }
     if (!next.retire.empty()) {
       RetireNow(base, next.retire);
+      KeepWithinBounds(base, {});
       continue;
     }
     incident::CaptureOptions options = base;
@@ -120,8 +128,10 @@ void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident
     if (std::chrono::steady_clock::now() >= *options.deadline) {
       next.request.pid = 0;  // Its hang was declared without it: the stop ladder has run.
     }
+    std::filesystem::path captured;
     try {
       absl::StatusOr<incident::CaptureResult> result = incident::Capture(next.request, options);
+      if (result.ok()) captured = result->dir;
       if (!result.ok()) {
         spdlog::error("job {}: incident bundle {}: {}", next.request.job, next.request.number,
                       std::string(result.status().message()));
@@ -135,6 +145,7 @@ void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident
     } catch (const std::exception& e) {
       spdlog::error("job {}: incident bundle {} failed: {}", next.request.job, next.request.number, e.what());
     }
+    KeepWithinBounds(base, captured);
     std::lock_guard<std::mutex> lock(shared->mu);
     if (shared->io != nullptr) boost::asio::post(*shared->io, std::move(next.done));
   }
@@ -147,6 +158,8 @@ std::unique_ptr<IncidentCapturer> IncidentCapturer::Wire(boost::asio::io_context
   options.dir = config.state_dir / "incidents";
   options.capture_seconds = std::chrono::seconds(config.incidents.capture_seconds);
   options.keep = config.incidents.keep;
+  options.retention.max_bytes = config.incidents.max_bytes;
+  options.retention.removed_keep = std::chrono::hours(24 * config.incidents.removed_keep_days);
   auto capturer = std::make_unique<IncidentCapturer>(io, std::move(options), tpu);
   deps->capture_incident = [raw = capturer.get()](incident::CaptureRequest request, std::function<void()> done) {
     raw->Capture(std::move(request), std::move(done));

@@ -43,8 +43,10 @@ class IncidentCapturer {
 
   void Capture(incident::CaptureRequest request, std::function<void()> done);
   // After the captures already asked, moves the job's bundles aside
-  // (DIR/JOB to DIR/JOB.removed-UNIXMS, never deleted), so a new job of the
-  // same name starts again at bundle 1 without touching them. For a removed job.
+  // (DIR/JOB to DIR/JOB.removed-UNIXMS), so a new job of the same name starts
+  // again at bundle 1 without touching them. For a removed job. They are
+  // removed after incidents.removed_keep_days, or sooner under
+  // incidents.max_bytes (incident/retention.h).
   void Retire(const std::string& job);
 
   // Sets deps->capture_incident, retire_incidents and capture_seconds when
@@ -70,6 +72,8 @@ class IncidentCapturer {
   };
   static void Run(const std::shared_ptr<Shared>& shared, const incident::CaptureOptions& options);
   static void RetireNow(const incident::CaptureOptions& options, const std::string& job);
+  // Removes what options.retention no longer keeps, never `captured`; logs each.
+  static void KeepWithinBounds(const incident::CaptureOptions& options, const std::filesystem::path& captured);
   void Enqueue(Queued queued);
   std::string DescribeTpu() const;
 

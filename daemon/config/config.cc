@@ -48,9 +48,11 @@ constexpr absl::string_view kTopKeys[] = {"socket",   "state_dir", "log_dir",   
 constexpr absl::string_view kJobKeys[] = {"name",      "command",       "working_dir", "env",
                                           "autostart", "start_seconds", "checkpoint",  "resume_args",
                                           "restart",   "stop",          "log",         "progress",
-                                          "failure_rules", "checkpoint_signal", "user", "group", "gang"};
+                                          "failure_rules", "checkpoint_signal", "user", "group", "gang",
+                                          "unredacted_env"};
 constexpr absl::string_view kMetricsKeys[] = {"listen"};
-constexpr absl::string_view kIncidentKeys[] = {"capture", "capture_seconds", "keep"};
+constexpr absl::string_view kIncidentKeys[] = {"capture", "capture_seconds", "keep", "max_bytes",
+                                               "removed_keep_days"};
 constexpr absl::string_view kCheckpointKeys[] = {"dir", "layout", "pattern"};
 constexpr absl::string_view kRestartKeys[] = {"max_restarts", "backoff_initial_seconds",
                                               "backoff_max_seconds", "backoff_jitter", "reset_after_seconds"};
@@ -217,6 +219,7 @@ void ParseJobNode(Reader& r, const YAML::Node& node, const YAML::Mark& mark, con
   Read(r, node, path, "start_seconds", &spec->start_seconds);
   ReadCheckpoint(r, node, path, base, &spec->checkpoint);
   ReadStrings(r, node, path, "resume_args", &spec->resume_args);
+  ReadStrings(r, node, path, "unredacted_env", &spec->unredacted_env);
   ReadPolicies(r, node, path, spec);
   ReadProgress(r, node, path, base, &spec->progress);
   ReadFailureRules(r, node, path, &spec->failure_rules);
@@ -329,6 +332,12 @@ void ReadTopLevel(Reader& r, const YAML::Node& root, const fs::path& base, Daemo
     Read(r, *incidents, "incidents", "capture", &c.capture);
     Read(r, *incidents, "incidents", "capture_seconds", &c.capture_seconds);
     Read(r, *incidents, "incidents", "keep", &c.keep);
+    ReadSize(r, *incidents, "incidents", "max_bytes", &c.max_bytes);
+    Read(r, *incidents, "incidents", "removed_keep_days", &c.removed_keep_days);
+    if (r.ok() && (c.removed_keep_days < 0 || c.removed_keep_days > 3650)) {
+      r.Fail(Find(*incidents, "removed_keep_days").mark, "incidents.removed_keep_days",
+             StrCat("must be in 0..3650, got ", c.removed_keep_days));
+    }
     if (r.ok() && (c.capture_seconds < 1 || c.capture_seconds > 300)) {
       r.Fail(Find(*incidents, "capture_seconds").mark, "incidents.capture_seconds",
              StrCat("must be in 1..300, got ", c.capture_seconds));

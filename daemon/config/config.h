@@ -31,6 +31,10 @@ struct IncidentConfig {
   bool capture = true;       // Off: no bundles at all.
   int capture_seconds = 10;  // 1..300: how long a capture may take (and hold a hang's first stop signal).
   int keep = 20;             // 1..10000: bundles kept per job, the oldest removed first.
+  // All bundles together (incident/retention.h); 0: no cap. The oldest go
+  // first, a removed job's before any other.
+  std::uint64_t max_bytes = 1ull << 30;
+  int removed_keep_days = 7;  // 0..3650: how long a removed job's bundles stay.
   bool operator==(const IncidentConfig&) const = default;
 };
 

@@ -83,6 +83,9 @@ struct JobSpec {
   std::vector<std::string> command;          // argv; never run through a shell.
   std::filesystem::path working_dir;         // Empty: the daemon's state_dir.
   std::map<std::string, std::string> env;    // Added to the daemon's environment.
+  // Names of `env` variables an incident bundle's env.txt shows as they are,
+  // though their name or value looks secret (incident/bundle.h RedactEnv).
+  std::vector<std::string> unredacted_env;
   // Who attempts run as: a user and group name or number (launch/run_as.h).
   // Empty user: as tpud (root for config files). Jobs submitted over the
   // socket by a non-root caller always run as that caller.

@@ -59,16 +59,34 @@ std::optional<std::string> ReadBounded(const fs::path& path, std::size_t max_byt
   return ReadFdBounded(fd, max_bytes, error);
 }
 
-// Writes `text` to DIR/NAME; a failure becomes a note.
+// Creates `dir` and its missing parents up to `base` as 0700: a bundle holds
+// the job's environment and log, for root and (through GetIncident) its owner.
+bool MakePrivateDirs(const fs::path& base, const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return false;
+  for (fs::path p = dir; !p.empty() && p != base && p != p.parent_path(); p = p.parent_path()) {
+    ::chmod(p.c_str(), 0700);
+  }
+  ::chmod(base.c_str(), 0700);
+  return true;
+}
+
+// Writes `text` to DIR/NAME (mode 0600, never through a link); a failure becomes a note.
 void WriteFile(const fs::path& dir, const std::string& name, const std::string& text,
                std::vector<std::string>* notes) {
   const fs::path path = dir / name;
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) notes->push_back(absl::StrCat(name, ": could not be written to ", path.string()));
+  MakePrivateDirs(dir, path.parent_path());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool ok = fd >= 0;
+  for (std::size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<std::size_t>(n);
+  }
+  if (fd >= 0 && ::close(fd) != 0) ok = false;
+  if (!ok) notes->push_back(absl::StrCat(name, ": could not be written to ", path.string()));
 }
 
 std::string Capped(std::string text, std::size_t max_bytes) {
@@ -119,6 +137,13 @@ absl::StatusOr<std::vector<std::string>> ReadKmsg(const fs::path& path, std::siz
   }
   ::close(fd);
   return records;
+}
+
+// Whether kernel.dmesg_restrict is on; unreadable counts as on.
+bool DmesgRestricted(const fs::path& path) {
+  std::string error;
+  const std::optional<std::string> text = ReadBounded(path, 16, &error);
+  return !text || absl::StripAsciiWhitespace(*text) != "0";
 }
 
 std::int64_t MillisecondsUntil(Clock::time_point deadline) {
@@ -178,9 +203,13 @@ static bool SecretValue(const std::string& value) {
   return false;
 }
 
-std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env) {
+std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env,
+                                             const std::vector<std::string>& unredacted) {
   std::map<std::string, std::string> out;
-  for (const auto& [name, value] : env) out[name] = SecretName(name) || SecretValue(value) ? "<redacted>" : value;
+  for (const auto& [name, value] : env) {
+    const bool shown = std::find(unredacted.begin(), unredacted.end(), name) != unredacted.end();
+    out[name] = !shown && (SecretName(name) || SecretValue(value)) ? "<redacted>" : value;
+  }
   return out;
 }
 
@@ -245,8 +274,9 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
     notes.push_back(absl::StrCat("the bundle captured earlier for this number is in ", aside.string()));
   }
   fs::remove_all(result.dir, ec);  // A capture cut short by a tpud restart: redo it.
-  fs::create_directories(result.dir, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("incident bundle ", result.dir.string(), ": ", ec.message()));
+  if (!MakePrivateDirs(options.dir, result.dir) || !fs::is_directory(result.dir, ec)) {
+    return absl::UnavailableError(absl::StrCat("incident bundle ", result.dir.string(), ": could not be created"));
+  }
 
   nlohmann::json processes = nlohmann::json::array();
   const std::vector<ProcStat> procs = AttemptProcesses(request);
@@ -319,12 +349,18 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
   WriteFile(result.dir, "log-tail.txt", tail, &notes);
 
   std::string env_text;
-  for (const auto& [name, value] : RedactEnv(request.env)) absl::StrAppend(&env_text, name, "=", value, "\n");
+  for (const auto& [name, value] : RedactEnv(request.env, request.unredacted_env)) absl::StrAppend(&env_text, name, "=", value, "\n");
   WriteFile(result.dir, "env.txt", Capped(env_text, kMaxProcFileBytes * 4), &notes);
 
   if (!request.tpu.empty()) WriteFile(result.dir, "tpu.txt", request.tpu, &notes);
 
-  absl::StatusOr<std::vector<std::string>> kmsg = ReadKmsg(options.kmsg, 100000);
+  // The kernel log is everyone's: only for a job of root, or where any user
+  // may read it anyway (kernel.dmesg_restrict=0, sysctl/kernel.rst).
+  absl::StatusOr<std::vector<std::string>> kmsg =
+      request.owner_uid == 0 || !DmesgRestricted(options.dmesg_restrict)
+          ? ReadKmsg(options.kmsg, 100000)
+          : absl::StatusOr<std::vector<std::string>>(absl::PermissionDeniedError(absl::StrCat(
+                "not captured: kernel.dmesg_restrict is on and the job runs as uid ", request.owner_uid)));
   if (kmsg.ok()) {
     WriteFile(result.dir, "dmesg.txt", Capped(FormatKmsgRecords(*kmsg, request.attempt_started_monotonic),
                                               kMaxDmesgBytes), &notes);

@@ -14,7 +14,11 @@
 //     log-tail.txt        the last 200 lines of the job log
 //     env.txt             the attempt's environment, secrets redacted
 //     tpu.txt             the node's state, health, symptoms, when known
-//     dmesg.txt           kernel log records since the attempt started, when readable
+//     dmesg.txt           kernel log records since the attempt started, when readable,
+//                         only for a job of root or with kernel.dmesg_restrict=0
+//
+// Directories are 0700 and files 0600, tpud's: the job's owner reads a bundle
+// through GetIncident (tpuctl incidents), which checks who asks.
 //
 // Bounded in time (CaptureOptions::capture_seconds: stacks not captured by
 // then are skipped and named in summary.json's "notes") and in size (each
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/incident/retention.h"
 
 namespace tpud::incident {
 
@@ -63,6 +68,11 @@ struct CaptureRequest {
   // from /proc/PID/environ: that read takes the process's mm lock and can
   // block on a process wedged in a page fault.
   std::map<std::string, std::string> env;
+  // Names in `env` written as they are (the job spec's unredacted_env).
+  std::vector<std::string> unredacted_env;
+  // Who the attempt ran as: the kernel log is captured only for uid 0 or
+  // with kernel.dmesg_restrict off.
+  std::uint32_t owner_uid = 65534;
   // CLOCK_MONOTONIC time the attempt started (for dmesg records, which carry
   // microseconds since boot, /dev/kmsg in the kernel's ABI docs
   // Documentation/ABI/testing/dev-kmsg). nullopt: every record kept.
@@ -78,8 +88,10 @@ struct CaptureOptions {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   std::string eu_stack = "eu-stack";   // Looked up in PATH.
   std::filesystem::path kmsg = "/dev/kmsg";
+  std::filesystem::path dmesg_restrict = "/proc/sys/kernel/dmesg_restrict";
   std::filesystem::path proc = "/proc";
   int keep = 20;                       // Bundles kept per job; older ones are removed.
+  RetentionPolicy retention;           // All bundles together (ApplyRetention, by the caller).
 };
 
 struct CaptureResult {
@@ -97,13 +109,15 @@ struct CaptureResult {
 // note in the result and in summary.json.
 absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const CaptureOptions& options);
 
-// `env` with secret-looking values replaced by "<redacted>": by name (in any
+// `env` with secret-looking values replaced by "<redacted>", except the names
+// in `unredacted`: by name (in any
 // case, containing TOKEN, SECRET, KEY, PASSWORD, PASSWD, CREDENTIAL, AUTH,
 // COOKIE, SESSION or PRIVATE, or with PAT, PASS, PW, PWD or CREDS as a whole
 // "_"-separated part), and by value whatever the name (a URL with
 // user:password@, a bearer/basic credential, a well-known token prefix, a
 // long random-looking string).
-std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env);
+std::map<std::string, std::string> RedactEnv(const std::map<std::string, std::string>& env,
+                                             const std::vector<std::string>& unredacted = {});
 
 // The last `max_lines` lines of the file (at most `max_bytes` of its end).
 // Empty when the file cannot be read.

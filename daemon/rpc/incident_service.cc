@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/core/run_on_loop.h"
 #include "daemon/incident/bundle.h"
 #include "daemon/rpc/convert.h"
 #include "daemon/rpc/service.h"
@@ -15,10 +16,14 @@ constexpr std::uint64_t kMaxIncidentSendBytes = 32ull << 20;
 
 }  // namespace
 
-grpc::Status SupervisorService::GetIncident(grpc::ServerContext*, const v1::GetIncidentRequest* req,
+grpc::Status SupervisorService::GetIncident(grpc::ServerContext* ctx, const v1::GetIncidentRequest* req,
                                             v1::GetIncidentResponse* resp) {
   if (incidents_dir_.empty()) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "incident bundles are off (incidents.capture)");
+  }
+  const std::optional<Caller> caller = CallerOf(ctx);
+  if (absl::Status s = RunOnLoop(io_, [&] { return supervisor_.CheckBundleReader(req->job(), caller); }); !s.ok()) {
+    return ToGrpcStatus(s);
   }
   absl::StatusOr<incident::Bundle> bundle = incident::ReadBundle(incidents_dir_, req->job(), req->number());
   if (!bundle.ok()) return ToGrpcStatus(bundle.status());

@@ -2,6 +2,7 @@
 // goodput), the hang deadline, how its failure is classified, and the
 // incidents its failures open.
 #include <re2/re2.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -173,6 +174,9 @@ incident::CaptureRequest Job::BundleRequest(const std::string& trigger, const st
   request.rule = verdict.rule;
   request.log_path = deps_.log_dir / (spec_.name + ".log");
   request.env = attempt_env_;
+  request.unredacted_env = spec_.unredacted_env;
+  const absl::StatusOr<std::optional<RunAs>> who = JobUser();
+  if (who.ok()) request.owner_uid = *who ? (*who)->uid : ::geteuid();
   request.attempt_started_monotonic =
       std::chrono::duration_cast<std::chrono::microseconds>(attempt_started_.time_since_epoch());
   return request;

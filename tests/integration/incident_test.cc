@@ -4,6 +4,7 @@
 // incident` shows and packs them; capture can be turned off.
 #include <catch2/catch.hpp>
 
+#include "tests/integration/adversity.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/job_events.h"
 
@@ -132,6 +133,69 @@ TEST_CASE("Incident bundles: a removed job's bundles are kept aside, and a new j
   CHECK_THAT(ReadFile(kept[0] / "1/log-tail.txt"), Contains("first-job"));
   CHECK_THAT(ReadFile(incidents / "adhoc/1/log-tail.txt"), Contains("second-job"));
   CHECK_THAT(ReadFile(kept[0] / "1/log-tail.txt"), !Contains("second-job"));  // Not overwritten.
+}
+
+}  // namespace tpud::testing
+
+namespace tpud::testing {
+
+TEST_CASE("Incident bundles: a member reads its own job's bundle, never root's; bundles are root's on disk",
+          "[integration][incident]") {
+  if (!CanRunAsNobody()) return;
+  TempDir dir;
+  std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
+  TpudProcess tpud(dir,
+                   "- name: roots\n"
+                   "  command: [/bin/sh, -c, 'echo secret-of-root; exit 3']\n"
+                   "  env: {DATABASE_URL: 'postgres://app:hunter2@db/prod'}\n" + kOneAttempt,
+                   "socket_group: users\n");
+  REQUIRE(tpud.Tpuctl({"start", "roots"}).exit_code == 0);
+  REQUIRE(tpud.WaitForState("roots", "failed")["state"] == "failed");
+  REQUIRE(WaitFor([&] { return std::filesystem::exists(dir / "state/incidents/roots/1/summary.json"); }, Seconds(10)));
+  const CommandResult denied = TpuctlAsNobody(tpud, "users", {"incident", "roots"});
+  CHECK(denied.exit_code != 0);
+  CHECK_THAT(denied.err, Contains("only the user it runs as and root may read them"));
+  CHECK_THAT(denied.out + denied.err, !Contains("secret-of-root"));
+  // On disk the bundle is root's alone.
+  CHECK((std::filesystem::status(dir / "state/incidents").permissions() & std::filesystem::perms::all) ==
+        std::filesystem::perms(0700));
+
+  REQUIRE(TpuctlAsNobody(tpud, "users", {"start", "mine", "--", "/bin/sh", "-c", "echo mine-failed; exit 3"})
+              .exit_code == 0);
+  REQUIRE(WaitFor([&] { return std::filesystem::exists(dir / "state/incidents/mine/1/summary.json"); },
+                  Seconds(30)));
+  const CommandResult own = TpuctlAsNobody(tpud, "users", {"incident", "mine", "1"});
+  INFO(own.out << own.err);
+  CHECK(own.exit_code == 0);
+  CHECK_THAT(own.out, Contains("incident 1 of mine"));
+}
+
+}  // namespace tpud::testing
+
+namespace tpud::testing {
+
+TEST_CASE("Incident bundles: all bundles stay within incidents.max_bytes, the newest kept", "[integration][incident]") {
+  TempDir dir;
+  TpudProcess tpud(dir,
+                   "- name: loud\n"
+                   "  command: [/bin/sh, -c, 'for i in $(seq 1 200); do echo line-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done; exit 3']\n"
+                   "  restart: {max_restarts: 5, backoff_initial_seconds: 0.1, backoff_max_seconds: 0.1}\n",
+                   "incidents: {max_bytes: 30KB}\n");
+  REQUIRE(tpud.Tpuctl({"start", "loud"}).exit_code == 0);
+  REQUIRE(tpud.WaitForState("loud", "failed", Seconds(60))["state"] == "failed");
+  const std::filesystem::path newest = dir / "state/incidents/loud/6/summary.json";
+  REQUIRE(WaitFor([&] { return std::filesystem::exists(newest); }, Seconds(20)));
+  std::uint64_t total = 0;
+  int bundles = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "state/incidents")) {
+    if (entry.is_regular_file()) total += entry.file_size();
+    if (entry.is_directory() && entry.path().parent_path().filename() == "loud") ++bundles;
+  }
+  INFO(total << " bytes in " << bundles << " bundles");
+  CHECK(total <= 30000);
+  CHECK(bundles >= 1);
+  CHECK(bundles < 6);  // Each bundle is over 9 KB: six would not fit.
+  CHECK_THAT(tpud.StderrText(), Contains("over incidents.max_bytes (30000)"));
 }
 
 }  // namespace tpud::testing

@@ -536,6 +536,25 @@ TEST_CASE("Config incidents: bounds are checked and named, and capture can be tu
   CHECK_FALSE(off.incidents.capture);
   CHECK(off.incidents.capture_seconds == 30);
   CHECK(off.incidents.keep == 5);
+  const DaemonConfig capped = Load(dir, "incidents: {max_bytes: 10MiB, removed_keep_days: 2}\n");
+  CHECK(capped.incidents.max_bytes == 10u << 20);
+  CHECK(capped.incidents.removed_keep_days == 2);
+  CHECK_THAT(LoadError(dir, "incidents: {max_bytes: lots}\n"), Catch::Contains("incidents.max_bytes"));
+  CHECK_THAT(LoadError(dir, "incidents: {removed_keep_days: -1}\n"),
+             Catch::Contains("incidents.removed_keep_days: must be in 0..3650, got -1"));
+}
+
+}  // namespace
+}  // namespace tpud
+
+namespace tpud {
+namespace {
+
+TEST_CASE("Config job: unredacted_env lists the variables a bundle shows as they are", "[config]") {
+  absl::StatusOr<JobSpec> spec = ParseJobSpec("name: a\ncommand: [a]\nunredacted_env: [WANDB_RUN_KEY]\n", "r", "/");
+  REQUIRE(spec.ok());
+  CHECK(spec->unredacted_env == std::vector<std::string>{"WANDB_RUN_KEY"});
+  CHECK_FALSE(ParseJobSpec("name: a\ncommand: [a]\nunredacted_env: {A: 1}\n", "r", "/").ok());
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ CaptureRequest ExitRequest(const TempDir& dir, std::int64_t number) {
   request.env = {{"PATH", "/usr/bin"}, {"HF_TOKEN", "hf_abc"}, {"WANDB_API_KEY", "k"}, {"db_password", "p"}};
   request.attempt_started_monotonic = std::chrono::microseconds(5'000'000);
   request.tpu = "state: READY\nhealth: HEALTHY\n";
+  request.owner_uid = 0;  // A job of root (no `user:`).
   return request;
 }
 
@@ -38,6 +39,7 @@ CaptureOptions Options(const TempDir& dir) {
   CaptureOptions options;
   options.dir = dir / "incidents";
   options.kmsg = dir / "kmsg";
+  options.dmesg_restrict = dir / "dmesg_restrict";  // Absent: restricted.
   options.eu_stack = "/nonexistent/eu-stack";
   return options;
 }
@@ -111,6 +113,45 @@ TEST_CASE("Bundle: the newest `keep` bundles of a job are kept, other jobs' unto
   for (int n = 1; n <= 5; ++n) REQUIRE(Capture(ExitRequest(dir, n), options).ok());
   CHECK(ListBundles(options.dir, "digits") == std::vector<std::int64_t>{3, 4, 5});
   CHECK(ListBundles(options.dir, "other") == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("Bundle: directories are 0700 and files 0600, tpud's alone", "[bundle]") {
+  TempDir dir;
+  REQUIRE(Capture(ExitRequest(dir, 1), Options(dir)).ok());
+  const auto mode = [&](const std::string& relative) {
+    return std::filesystem::status(dir / relative).permissions() & std::filesystem::perms::all;
+  };
+  CHECK(mode("incidents") == std::filesystem::perms(0700));
+  CHECK(mode("incidents/digits") == std::filesystem::perms(0700));
+  CHECK(mode("incidents/digits/1") == std::filesystem::perms(0700));
+  CHECK(mode("incidents/digits/1/env.txt") == std::filesystem::perms(0600));
+  CHECK(mode("incidents/digits/1/summary.json") == std::filesystem::perms(0600));
+}
+
+TEST_CASE("Bundle: the kernel log is captured for root's jobs, or for anyone's with dmesg_restrict off", "[bundle]") {
+  TempDir dir;
+  dir.WriteFile("kmsg", "3,2,6000000,-;tpu_common: accel0 fatal error\n");
+  CaptureRequest member = ExitRequest(dir, 1);
+  member.owner_uid = 1000;
+  absl::StatusOr<CaptureResult> restricted = Capture(member, Options(dir));
+  REQUIRE(restricted.ok());
+  CHECK_FALSE(std::filesystem::exists(dir / "incidents/digits/1/dmesg.txt"));
+  CHECK_THAT(dir.Read("incidents/digits/1/summary.json"),
+             Catch::Matchers::Contains("kernel.dmesg_restrict is on and the job runs as uid 1000"));
+
+  REQUIRE(Capture(ExitRequest(dir, 2), Options(dir)).ok());  // root's job
+  CHECK_THAT(dir.Read("incidents/digits/2/dmesg.txt"), Catch::Matchers::Contains("accel0 fatal error"));
+
+  dir.WriteFile("dmesg_restrict", "0\n");
+  member.number = 3;
+  REQUIRE(Capture(member, Options(dir)).ok());
+  CHECK_THAT(dir.Read("incidents/digits/3/dmesg.txt"), Catch::Matchers::Contains("accel0 fatal error"));
+}
+
+TEST_CASE("Bundle: a variable the spec lists in unredacted_env is shown as it is", "[bundle]") {
+  const auto shown = RedactEnv({{"WANDB_RUN_KEY", "run-42"}, {"HF_TOKEN", "hf_abc"}}, {"WANDB_RUN_KEY"});
+  CHECK(shown.at("WANDB_RUN_KEY") == "run-42");
+  CHECK(shown.at("HF_TOKEN") == "<redacted>");
 }
 
 TEST_CASE("Bundle: ReadBundle finds the newest or a numbered bundle and lists its files", "[bundle]") {
