@@ -1,6 +1,7 @@
 #include "daemon/app/incident_link.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <boost/asio/post.hpp>
 
@@ -145,9 +146,14 @@ void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident
     } catch (const std::exception& e) {
       spdlog::error("job {}: incident bundle {} failed: {}", next.request.job, next.request.number, e.what());
     }
-    KeepWithinBounds(base, captured);
-    std::lock_guard<std::mutex> lock(shared->mu);
-    if (shared->io != nullptr) boost::asio::post(*shared->io, std::move(next.done));
+    bool more = false;
+    {
+      // The Job first: a hang's stop signal waits for this.
+      std::lock_guard<std::mutex> lock(shared->mu);
+      if (shared->io != nullptr) boost::asio::post(*shared->io, std::move(next.done));
+      more = !shared->queue.empty();
+    }
+    if (!more) KeepWithinBounds(base, captured);  // Between captures, never ahead of one.
   }
 }
 
@@ -160,6 +166,11 @@ std::unique_ptr<IncidentCapturer> IncidentCapturer::Wire(boost::asio::io_context
   options.keep = config.incidents.keep;
   options.retention.max_bytes = config.incidents.max_bytes;
   options.retention.removed_keep = std::chrono::hours(24 * config.incidents.removed_keep_days);
+  // Bundles hold jobs' environments: root's alone on disk, also those a
+  // tpud before 0700/0600 wrote (GetIncident checks who asks).
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  ::chmod(options.dir.c_str(), 0700);
   auto capturer = std::make_unique<IncidentCapturer>(io, std::move(options), tpu);
   deps->capture_incident = [raw = capturer.get()](incident::CaptureRequest request, std::function<void()> done) {
     raw->Capture(std::move(request), std::move(done));

@@ -373,6 +373,7 @@ absl::StatusOr<CaptureResult> Capture(const CaptureRequest& request, const Captu
       {"job", request.job},
       {"incident", request.number},
       {"attempt", request.attempt},
+      {"owner_uid", request.owner_uid},
       {"trigger", request.trigger},
       {"reason", request.reason},
       {"verdict",
@@ -424,6 +425,10 @@ absl::StatusOr<Bundle> ReadBundle(const fs::path& dir, const std::string& job, s
   bundle.dir = dir / job / std::to_string(number);
   std::string error;
   bundle.summary_json = ReadBounded(bundle.dir / "summary.json", 1 << 20, &error).value_or("");
+  const nlohmann::json summary = nlohmann::json::parse(bundle.summary_json, nullptr, /*allow_exceptions=*/false);
+  if (summary.is_object() && summary.contains("owner_uid") && summary["owner_uid"].is_number_unsigned()) {
+    bundle.owner_uid = summary["owner_uid"].get<std::uint32_t>();
+  }
   std::error_code ec;
   for (fs::recursive_directory_iterator it(bundle.dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code file_ec;

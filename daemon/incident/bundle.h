@@ -70,9 +70,10 @@ struct CaptureRequest {
   std::map<std::string, std::string> env;
   // Names in `env` written as they are (the job spec's unredacted_env).
   std::vector<std::string> unredacted_env;
-  // Who the attempt ran as: the kernel log is captured only for uid 0 or
-  // with kernel.dmesg_restrict off.
-  std::uint32_t owner_uid = 65534;
+  // Who the attempt ran as, kept in summary.json ("owner_uid"): GetIncident
+  // shows the bundle to that user and root only. The kernel log is captured
+  // only for uid 0 or with kernel.dmesg_restrict off. Unknown: 0 (root only).
+  std::uint32_t owner_uid = 0;
   // CLOCK_MONOTONIC time the attempt started (for dmesg records, which carry
   // microseconds since boot, /dev/kmsg in the kernel's ABI docs
   // Documentation/ABI/testing/dev-kmsg). nullopt: every record kept.
@@ -138,6 +139,9 @@ struct Bundle {
   std::int64_t number = 0;
   std::filesystem::path dir;
   std::string summary_json;         // summary.json as written.
+  // summary.json's owner_uid: who may read it besides root; nullopt for a
+  // bundle without one (written before tpud recorded it): root only.
+  std::optional<std::uint32_t> owner_uid;
   std::vector<BundleFile> files;    // Sorted by name.
 };
 

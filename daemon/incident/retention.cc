@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
-#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace tpud::incident {
@@ -32,6 +33,16 @@ std::uint64_t RegularBytes(const fs::path& dir) {
   return bytes;
 }
 
+// The removal time of DIR/JOB.removed-UNIXMS, or nullopt for a job's own directory.
+std::optional<std::chrono::system_clock::time_point> RemovedAt(const std::string& name) {
+  const std::size_t at = name.rfind(".removed-");
+  std::int64_t unix_ms = 0;
+  if (at == std::string::npos || at == 0 || !absl::SimpleAtoi(name.substr(at + 9), &unix_ms) || unix_ms <= 0) {
+    return std::nullopt;
+  }
+  return std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms));
+}
+
 bool IsDirectory(const fs::directory_entry& entry) {
   std::error_code ec;
   return fs::is_directory(entry.symlink_status(ec));  // A link is never walked into.
@@ -44,11 +55,13 @@ std::vector<StoredBundle> ListStoredBundles(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator job(dir, ec), end; !ec && job != end; job.increment(ec)) {
     if (!IsDirectory(*job)) continue;
-    const bool removed = absl::StrContains(job->path().filename().string(), ".removed-");
+    const auto removed_at = RemovedAt(job->path().filename().string());
     std::error_code inner;
     for (fs::directory_iterator b(job->path(), inner); !inner && b != end; b.increment(inner)) {
       if (!IsDirectory(*b)) continue;
-      bundles.push_back(StoredBundle{b->path(), removed, ModificationTime(b->path()), RegularBytes(b->path())});
+      bundles.push_back(StoredBundle{b->path(), removed_at.has_value(), ModificationTime(b->path()),
+                                     removed_at.value_or(std::chrono::system_clock::time_point()),
+                                     RegularBytes(b->path())});
     }
   }
   return bundles;
@@ -70,10 +83,10 @@ std::vector<Removal> SelectForRemoval(const std::vector<StoredBundle>& bundles, 
   for (std::size_t i : order) {
     const StoredBundle& b = bundles[i];
     if (b.dir == keep) continue;
-    if (b.removed && now - b.written > policy.removed_keep) {
-      chosen.push_back(Removal{i, absl::StrCat("its job was removed and it is older than ",
+    if (b.removed && now - b.removed_at >= policy.removed_keep) {
+      chosen.push_back(Removal{i, absl::StrCat("its job was removed more than ",
                                                std::chrono::duration_cast<std::chrono::hours>(policy.removed_keep).count(),
-                                               " h")});
+                                               " h ago (incidents.removed_keep_days)")});
     } else if (policy.max_bytes > 0 && total > policy.max_bytes) {
       chosen.push_back(Removal{i, absl::StrCat("the bundles took ", total, " bytes, over incidents.max_bytes (",
                                                policy.max_bytes, "); the oldest go first")});

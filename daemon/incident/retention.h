@@ -23,7 +23,7 @@ namespace tpud::incident {
 struct RetentionPolicy {
   // All bundles together, in bytes of regular files; 0: no cap.
   std::uint64_t max_bytes = 1ull << 30;
-  // A removed job's bundles are kept this long after their capture.
+  // A removed job's bundles are kept this long after its removal.
   std::chrono::seconds removed_keep{std::chrono::hours(24 * 7)};
 };
 
@@ -31,6 +31,7 @@ struct StoredBundle {
   std::filesystem::path dir;
   bool removed = false;                          // Of a removed job (DIR/JOB.removed-MS/...).
   std::chrono::system_clock::time_point written;  // Modification time of its directory.
+  std::chrono::system_clock::time_point removed_at;  // removed: when its job was (the MS suffix).
   std::uint64_t bytes = 0;                       // Its regular files (links not followed).
 };
 
@@ -42,8 +43,8 @@ struct Removal {
   std::string why;    // "its job was removed more than 168 h ago", "all bundles over incidents.max_bytes (...)".
 };
 
-// Which of `bundles` to remove, in removal order: each removed job's bundle
-// older than policy.removed_keep; and, while the rest exceed
+// Which of `bundles` to remove, in removal order: each bundle of a job
+// removed more than policy.removed_keep ago (0: at once); and, while the rest exceed
 // policy.max_bytes, the oldest bundles, a removed job's before any other.
 // `keep` (the bundle just captured) is never chosen.
 std::vector<Removal> SelectForRemoval(const std::vector<StoredBundle>& bundles, const RetentionPolicy& policy,

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -130,7 +132,16 @@ void ScopedFsIdentity::Restore() {
   switched_ = false;
   ::syscall(SYS_setfsuid, saved_fsuid_);
   ::syscall(SYS_setfsgid, saved_fsgid_);
-  ::syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data());
+  const bool groups_ok = ::syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data()) == 0;
+  if (!groups_ok || static_cast<uid_t>(::syscall(SYS_setfsuid, static_cast<uid_t>(-1))) != saved_fsuid_ ||
+      static_cast<gid_t>(::syscall(SYS_setfsgid, static_cast<gid_t>(-1))) != saved_fsgid_) {
+    // This thread would go on with a job user's file permissions (and write
+    // tpud's state as that user): stop, and let systemd restart tpud; the
+    // attempts live on under their shims.
+    std::fprintf(stderr, "tpud: could not restore this thread's file identity (uid %u, gid %u); aborting\n",
+                 saved_fsuid_, saved_fsgid_);
+    std::abort();
+  }
 }
 
 }  // namespace tpud

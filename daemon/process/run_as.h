@@ -33,6 +33,7 @@ absl::StatusOr<std::optional<RunAs>> ResolveRunAs(const std::string& user, const
 // thread's (nptl's setxid broadcast). No change when `who` is nullopt or tpud
 // is not root (it then reads as itself, which is no more than the user may).
 // status(): Internal when the switch failed; the caller must then not read.
+// A restore that fails aborts the process (it cannot go on as the user).
 // Thread-safety: affects only the constructing thread; destroy it there.
 class ScopedFsIdentity {
  public:

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +20,9 @@
 #include <map>
 #include <string_view>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/process/run_as.h"
 
 extern char** environ;
 
@@ -147,15 +150,22 @@ absl::StatusOr<std::filesystem::path> ResolveExecutable(const LaunchSpec& spec) 
   } else if (exe.is_relative()) {
     exe = spec.working_dir / exe;
   }
-  if (::access(exe.c_str(), X_OK) != 0) {
+  // Checked as the user the attempt runs as: tpud never tells a member
+  // whether a path it may not see exists (AT_EACCESS: the fsuid's view).
+  ScopedFsIdentity as(spec.run_as);
+  if (!as.status().ok()) return as.status();
+  if (::faccessat(AT_FDCWD, exe.c_str(), X_OK, AT_EACCESS) != 0) {
     const int err = errno;
     const std::string msg = absl::StrCat("spawn \"", exe.string(), "\": ", std::strerror(err));
     return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
   }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(spec.working_dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("spawn \"", spec.argv[0], "\": working_dir \"",
-                                            spec.working_dir.string(), "\" is not a directory"));
+  struct stat st {};
+  const bool found = ::stat(spec.working_dir.c_str(), &st) == 0;
+  if (!found || !S_ISDIR(st.st_mode)) {
+    const int err = found ? ENOTDIR : errno;
+    const std::string msg = absl::StrCat("spawn \"", spec.argv[0], "\": working_dir \"", spec.working_dir.string(),
+                                         "\": ", std::strerror(err));
+    return err == EACCES ? absl::PermissionDeniedError(msg) : absl::NotFoundError(msg);
   }
   return exe;
 }
@@ -215,7 +225,12 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
     }
     return spawned;
   } catch (const bp::process_error& e) {
-    return SpawnError(exe, e.what(), e.code().value());
+    std::string what = e.what();
+    // The child cannot format: it names the step, the path is added here.
+    if (absl::StartsWith(what, "working_dir")) {
+      what = absl::StrCat("working_dir \"", spec.working_dir.string(), "\"", what.substr(11));
+    }
+    return SpawnError(exe, what, e.code().value());
   }
 }
 

@@ -2,7 +2,6 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/core/run_on_loop.h"
 #include "daemon/incident/bundle.h"
 #include "daemon/rpc/convert.h"
 #include "daemon/rpc/service.h"
@@ -21,12 +20,17 @@ grpc::Status SupervisorService::GetIncident(grpc::ServerContext* ctx, const v1::
   if (incidents_dir_.empty()) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "incident bundles are off (incidents.capture)");
   }
-  const std::optional<Caller> caller = CallerOf(ctx);
-  if (absl::Status s = RunOnLoop(io_, [&] { return supervisor_.CheckBundleReader(req->job(), caller); }); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
   absl::StatusOr<incident::Bundle> bundle = incident::ReadBundle(incidents_dir_, req->job(), req->number());
   if (!bundle.ok()) return ToGrpcStatus(bundle.status());
+  // Who may read it is what the bundle recorded when it was captured, not
+  // who owns a job of that name now (a name can be reused by another user).
+  const std::optional<Caller> caller = CallerOf(ctx);
+  if (caller && !caller->root() && bundle->owner_uid != caller->uid) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("incident bundle ", bundle->number, " of job \"", req->job(),
+                                     "\" holds its environment: only the user it ran as and root may read it, "
+                                     "not uid ", caller->uid));
+  }
   resp->set_job(bundle->job);
   resp->set_number(bundle->number);
   resp->set_dir(bundle->dir.string());

@@ -176,7 +176,7 @@ incident::CaptureRequest Job::BundleRequest(const std::string& trigger, const st
   request.env = attempt_env_;
   request.unredacted_env = spec_.unredacted_env;
   const absl::StatusOr<std::optional<RunAs>> who = JobUser();
-  if (who.ok()) request.owner_uid = *who ? (*who)->uid : ::geteuid();
+  if (who.ok()) request.owner_uid = *who ? (*who)->uid : ::geteuid();  // Unknown: 0, root only.
   request.attempt_started_monotonic =
       std::chrono::duration_cast<std::chrono::microseconds>(attempt_started_.time_since_epoch());
   return request;

@@ -253,20 +253,6 @@ absl::Status Supervisor::CheckOwner(const Job& job, const std::optional<Caller>&
                                                   "'s: only its owner or root may replace or remove it"));
 }
 
-absl::Status Supervisor::CheckBundleReader(const std::string& name, const std::optional<Caller>& caller) const {
-  if (!caller || caller->root()) return absl::OkStatus();
-  const auto it = jobs_.find(name);
-  if (it != jobs_.end()) {
-    const JobSpec& spec = it->second->spec();
-    const absl::StatusOr<uid_t> owner =
-        spec.user.empty() ? absl::StatusOr<uid_t>(::geteuid()) : LookUpUid(spec.user);
-    if (owner.ok() && *owner == caller->uid) return absl::OkStatus();
-  }
-  return absl::PermissionDeniedError(absl::StrCat("the incident bundles of job \"", Truncated(name),
-                                                  "\" hold its environment and log: only the user it runs as "
-                                                  "and root may read them, not uid ", caller->uid));
-}
-
 absl::Status Supervisor::RemoveSubmittedJob(const std::string& name, std::optional<Caller> caller) {
   auto it = jobs_.find(name);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job \"", Truncated(name), "\""));

@@ -217,15 +217,6 @@ class Supervisor final : public JobListener {
   absl::Status CheckSubmission(const JobSpec& spec, const std::string& spec_yaml,
                                const std::optional<Caller>& caller) const;
   absl::Status CheckOwner(const Job& job, const std::optional<Caller>& caller) const;
-
- public:
-  // OK when `caller` may read job `name`'s incident bundles: root, or the
-  // user the job runs as (tpud's own uid for a job without `user:`); a job
-  // tpud no longer has: root only. PermissionDenied otherwise. nullopt
-  // caller (no socket, tests): OK.
-  absl::Status CheckBundleReader(const std::string& name, const std::optional<Caller>& caller) const;
-
- private:
   void RestoreHistory(const std::vector<JobRecord>& records);
   // After what a person asked for (start, stop, submit, ...): makes the
   // records so far survive a power loss (StateStore::Sync). Returns `result`.

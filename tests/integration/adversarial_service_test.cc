@@ -80,7 +80,7 @@ TEST_CASE("Adversarial: a job's working_dir and checkpoint.dir are entered as it
   const json inside = tpud.WaitForState("inside", "failed");
   INFO(inside.dump());
   CHECK(inside["state"] == "failed");
-  CHECK_THAT(inside["reason"].get<std::string>(), Contains("working_dir: Permission denied"));
+  CHECK_THAT(inside["reason"].get<std::string>(), Contains("working_dir \"" + private_dir.string() + "\": Permission denied"));
   CHECK_THAT(tpud.Logs("inside"), !Contains("entered"));
 
   REQUIRE(tpud.Tpuctl({"start", "resume"}).exit_code == 0);

@@ -154,7 +154,7 @@ TEST_CASE("Incident bundles: a member reads its own job's bundle, never root's; 
   REQUIRE(WaitFor([&] { return std::filesystem::exists(dir / "state/incidents/roots/1/summary.json"); }, Seconds(10)));
   const CommandResult denied = TpuctlAsNobody(tpud, "users", {"incident", "roots"});
   CHECK(denied.exit_code != 0);
-  CHECK_THAT(denied.err, Contains("only the user it runs as and root may read them"));
+  CHECK_THAT(denied.err, Contains("only the user it ran as and root may read it"));
   CHECK_THAT(denied.out + denied.err, !Contains("secret-of-root"));
   // On disk the bundle is root's alone.
   CHECK((std::filesystem::status(dir / "state/incidents").permissions() & std::filesystem::perms::all) ==

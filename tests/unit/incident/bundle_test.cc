@@ -148,6 +148,20 @@ TEST_CASE("Bundle: the kernel log is captured for root's jobs, or for anyone's w
   CHECK_THAT(dir.Read("incidents/digits/3/dmesg.txt"), Catch::Matchers::Contains("accel0 fatal error"));
 }
 
+TEST_CASE("Bundle: the owner a bundle was captured for is read back; a bundle without one is root's", "[bundle]") {
+  TempDir dir;
+  CaptureRequest request = ExitRequest(dir, 1);
+  request.owner_uid = 1000;
+  REQUIRE(Capture(request, Options(dir)).ok());
+  absl::StatusOr<Bundle> bundle = ReadBundle(dir / "incidents", "digits", 1);
+  REQUIRE(bundle.ok());
+  CHECK(bundle->owner_uid == std::optional<std::uint32_t>(1000));
+  dir.WriteFile("incidents/digits/2/summary.json", R"({"job": "digits"})");
+  bundle = ReadBundle(dir / "incidents", "digits", 2);
+  REQUIRE(bundle.ok());
+  CHECK_FALSE(bundle->owner_uid.has_value());
+}
+
 TEST_CASE("Bundle: a variable the spec lists in unredacted_env is shown as it is", "[bundle]") {
   const auto shown = RedactEnv({{"WANDB_RUN_KEY", "run-42"}, {"HF_TOKEN", "hf_abc"}}, {"WANDB_RUN_KEY"});
   CHECK(shown.at("WANDB_RUN_KEY") == "run-42");

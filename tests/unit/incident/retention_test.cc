@@ -14,8 +14,8 @@ using testing::TempDir;
 
 const auto kNow = std::chrono::system_clock::time_point(hours(24 * 1000));
 
-StoredBundle At(const std::string& dir, bool removed, int hours_ago, std::uint64_t bytes) {
-  return StoredBundle{dir, removed, kNow - hours(hours_ago), bytes};
+StoredBundle At(const std::string& dir, bool removed, int hours_ago, std::uint64_t bytes, int removed_hours_ago = 0) {
+  return StoredBundle{dir, removed, kNow - hours(hours_ago), kNow - hours(removed_hours_ago), bytes};
 }
 
 std::vector<std::string> Chosen(const std::vector<StoredBundle>& bundles, const RetentionPolicy& policy,
@@ -39,8 +39,9 @@ TEST_CASE("Retention: over max_bytes, a removed job's bundles go first, then the
   CHECK(Chosen(bundles, policy).empty());
 }
 
-TEST_CASE("Retention: a removed job's bundles go after removed_keep, whatever the room", "[bundle]") {
-  const std::vector<StoredBundle> bundles = {At("d/x.removed-1/1", true, 24 * 8, 1), At("d/x.removed-1/2", true, 24, 1),
+TEST_CASE("Retention: a removed job's bundles go removed_keep after its removal, whatever the room", "[bundle]") {
+  const std::vector<StoredBundle> bundles = {At("d/x.removed-1/1", true, 24 * 9, 1, 24 * 8),
+                                             At("d/y.removed-2/1", true, 24 * 100, 1, 24),  // Old, removed lately.
                                              At("d/train/1", false, 24 * 100, 1)};
   const std::vector<Removal> chosen = SelectForRemoval(bundles, RetentionPolicy{1ull << 30, hours(24 * 7)}, kNow, "");
   REQUIRE(chosen.size() == 1);
@@ -52,10 +53,11 @@ TEST_CASE("Retention: ApplyRetention removes what it chose, and a removed job's 
   TempDir dir;
   dir.WriteFile("incidents/train/1/log-tail.txt", std::string(600, 'x'));
   dir.WriteFile("incidents/train/2/log-tail.txt", std::string(600, 'x'));
-  dir.WriteFile("incidents/gone.removed-5/1/log-tail.txt", std::string(600, 'x'));
+  dir.WriteFile("incidents/gone.removed-5/1/log-tail.txt", std::string(600, 'x'));  // Removed in 1970.
   const std::vector<std::string> lines =
       ApplyRetention(dir / "incidents", RetentionPolicy{1000, hours(24 * 7)}, dir / "incidents/train/2");
   CHECK(lines.size() == 2);
+  CHECK_THAT(lines[0], Catch::Matchers::Contains("its job was removed more than 168 h ago"));
   CHECK_FALSE(std::filesystem::exists(dir / "incidents/gone.removed-5"));
   CHECK_FALSE(std::filesystem::exists(dir / "incidents/train/1"));
   CHECK(std::filesystem::exists(dir / "incidents/train/2/log-tail.txt"));
