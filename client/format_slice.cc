@@ -32,6 +32,11 @@ std::string FormatGang(const tpud::v1::GangStatus& gang) {
   AddField(out, "gang reason", OrNone(gang.reason()));
   AddField(out, "gang restarts", std::to_string(gang.restarts()));
   if (!gang.waiting_for().empty()) AddField(out, "waiting for", gang.waiting_for());
+  if (!gang.config_conflict().empty()) AddField(out, "CONFLICT", gang.config_conflict());
+  if (gang.etcd_down_since_unix_ms() > 0) {
+    AddField(out, "etcd", "unreachable since " + FormatUtcTime(gang.etcd_down_since_unix_ms()) + ": " +
+                              OrNone(gang.etcd_error()) + " (the rows below are as last seen)");
+  }
   std::vector<std::vector<std::string>> rows = {
       {"WORKER", "HOST", "TPUD", "STATE", "GEN", "ATTEMPT", "PID", "STEP", "REASON"}};
   for (const tpud::v1::WorkerJobStatus& w : gang.workers()) {
@@ -61,6 +66,10 @@ std::string GangSummary(const tpud::v1::GangStatus& gang) {
   std::string line = "gang generation " + std::to_string(gang.generation()) + " " + OrNone(gang.phase()) + ": " +
                      std::to_string(running) + " of " + std::to_string(gang.workers_size()) + " workers running";
   if (lost > 0) line += ", " + std::to_string(lost) + " lost";
+  if (gang.etcd_down_since_unix_ms() > 0) {
+    line += " (as last seen: etcd unreachable since " + FormatUtcTime(gang.etcd_down_since_unix_ms()) + ")";
+  }
+  if (!gang.config_conflict().empty()) line += "; CONFLICT: " + gang.config_conflict();
   return line;
 }
 
@@ -88,6 +97,9 @@ Json GangJson(const tpud::v1::GangStatus& gang) {
           {"restarts", gang.restarts()},
           {"restarts_by_reason", by_reason},
           {"waiting_for", gang.waiting_for()},
+          {"etcd_down_since", internal::TimeJson(gang.etcd_down_since_unix_ms())},
+          {"etcd_error", gang.etcd_error()},
+          {"config_conflict", gang.config_conflict()},
           {"workers", workers}};
 }
 
@@ -100,7 +112,12 @@ std::string FormatSlice(const tpud::v1::GetSliceResponse& slice) {
   AddField(out, "this worker", std::to_string(slice.worker_id()) + " of " + std::to_string(slice.num_workers()));
   if (!slice.member_conflict().empty()) AddField(out, "NOT JOINED", slice.member_conflict());
   AddField(out, "leader", slice.leader() >= 0 ? "worker " + std::to_string(slice.leader()) : std::string(kNone));
-  AddField(out, "etcd", slice.etcd_up() ? "up" : "down: " + OrNone(slice.etcd_error()));
+  if (!slice.config_conflict().empty()) AddField(out, "CONFLICT", slice.config_conflict());
+  std::string etcd = slice.etcd_up() ? "up" : "down: " + OrNone(slice.etcd_error());
+  if (!slice.etcd_up() && slice.etcd_down_since_unix_ms() > 0) {
+    etcd = "unreachable since " + FormatUtcTime(slice.etcd_down_since_unix_ms()) + ": " + OrNone(slice.etcd_error());
+  }
+  AddField(out, "etcd", etcd);
   std::vector<std::vector<std::string>> members = {{"WORKER", "HOST", "TPUD", "VERSION", "LEADER"}};
   for (const tpud::v1::SliceMember& m : slice.members()) {
     members.push_back({std::to_string(m.worker()), OrNone(m.host()), m.up() ? "up" : "lost", OrNone(m.version()),
@@ -153,6 +170,8 @@ std::string SliceJson(const tpud::v1::GetSliceResponse& slice) {
                          {"etcd_up", slice.etcd_up()},
                          {"etcd_error", slice.etcd_error()},
                          {"member_conflict", slice.member_conflict()},
+                         {"config_conflict", slice.config_conflict()},
+                         {"etcd_down_since", internal::TimeJson(slice.etcd_down_since_unix_ms())},
                          {"members", members},
                          {"gangs", gangs},
                          {"etcd_endpoints", endpoints}});

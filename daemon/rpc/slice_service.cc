@@ -33,6 +33,11 @@ void ToProto(const slice::SliceView& view, const slice::SliceView::Gang& gang, v
     for (const auto& [reason, count] : commit.restarts_by_reason) (*out->mutable_restarts_by_reason())[reason] = count;
     out->set_waiting_for(commit.phase == GangPhase::kStopping ? gang.waiting_for : "");
   }
+  if (!view.etcd_up) {
+    out->set_etcd_down_since_unix_ms(view.etcd_down_since_unix_ms);
+    out->set_etcd_error(view.etcd_error);
+  }
+  out->set_config_conflict(view.config_conflict);
   for (int worker = 0; worker < view.num_workers; ++worker) {
     v1::WorkerJobStatus* row = out->add_workers();
     row->set_worker(worker);
@@ -131,6 +136,13 @@ void SupervisorService::AddSliceChecks(v1::DoctorResponse* resp) const {
                      "agent-worker-number)");
     return;
   }
+  if (!view.config_conflict.empty()) {
+    members->set_ok(false);
+    members->set_detail(view.config_conflict);
+    members->set_fix("give every worker the same slice.num_workers (the slice's host count) and restart tpud "
+                     "where it differs");
+    return;
+  }
   members->set_ok(missing.empty());
   members->set_detail(missing.empty() ? absl::StrCat("all ", view.num_workers, " workers of ", view.slice,
                                                      " are members")
@@ -154,6 +166,8 @@ grpc::Status SupervisorService::GetSlice(grpc::ServerContext*, const v1::GetSlic
   resp->set_etcd_up(view.etcd_up);
   resp->set_etcd_error(view.etcd_error);
   resp->set_member_conflict(view.member_conflict);
+  if (!view.etcd_up) resp->set_etcd_down_since_unix_ms(view.etcd_down_since_unix_ms);
+  resp->set_config_conflict(view.config_conflict);
   std::set<int> workers;
   for (int worker = 0; worker < view.num_workers; ++worker) workers.insert(worker);
   for (const auto& [worker, member] : view.members) workers.insert(worker);

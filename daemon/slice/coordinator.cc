@@ -115,7 +115,9 @@ SliceView Coordinator::View() const {
   view.num_workers = options_.num_workers;
   view.etcd_up = etcd_up_;
   view.etcd_error = etcd_error_;
+  view.etcd_down_since_unix_ms = etcd_down_since_unix_ms_;
   view.member_conflict = member_conflict_;
+  view.config_conflict = ConfigConflict(options_.worker_id, options_.num_workers, members_);
   view.leader = leader_;
   view.members = members_;
   view.gang_restarts = gang_restarts_;
@@ -149,6 +151,10 @@ void Coordinator::Run() {
     if (!EnsureSession()) continue;
     Deliver();
     bool ok = FlushSpecs() && FlushReports() && FlushProposals() && Elect() && FlushStatuses();
+    // A session (lease kept alive, watch running) and every write through:
+    // etcd is back, also when the watch resumed by itself and nothing had
+    // to be loaded again.
+    if (ok) EtcdUp();
     if (ok) Lead();
     Deliver();
   }
@@ -160,6 +166,7 @@ void Coordinator::EtcdDown(const absl::Status& status) {
     SPDLOG_WARN("slice {}: etcd: {}; training goes on, gang work waits for etcd", options_.slice,
                 std::string(status.message()));
   }
+  if (etcd_up_ || etcd_down_since_unix_ms_ == 0) etcd_down_since_unix_ms_ = NowUnixMs();
   etcd_up_ = false;
   etcd_error_ = std::string(status.message());
 }
@@ -253,6 +260,7 @@ bool Coordinator::ClaimMember() {
   member.pid = getpid();
   member.joined_unix_ms = NowUnixMs();
   member.state_dir = options_.state_dir.string();
+  member.num_workers = options_.num_workers;
   const std::string key = keys_.member(options_.worker_id);
   etcd::Txn claim;
   claim.If(Compare::CreateRevision(key, Compare::kEqual, 0))
@@ -289,6 +297,7 @@ bool Coordinator::ClaimMember() {
       }
       member_conflict_ = conflict;
       etcd_up_ = true;
+      etcd_down_since_unix_ms_ = 0;
       claim_retry_at_ = now + kClaimRetry;
       return false;
     }
@@ -356,11 +365,17 @@ bool Coordinator::Load() {
     return false;
   }
   watcher_ = *std::move(watcher);
-  std::lock_guard<std::mutex> lock(view_mu_);
-  if (!etcd_up_) SPDLOG_INFO("slice {}: etcd reachable", options_.slice);
-  etcd_up_ = true;
-  etcd_error_.clear();
+  EtcdUp();
   return true;
+}
+
+void Coordinator::EtcdUp() {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  if (etcd_up_) return;
+  SPDLOG_INFO("slice {}: etcd reachable", options_.slice);
+  etcd_up_ = true;
+  etcd_down_since_unix_ms_ = 0;
+  etcd_error_.clear();
 }
 
 void Coordinator::Drain(std::deque<Input>& inputs) {

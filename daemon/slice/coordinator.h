@@ -79,6 +79,11 @@ struct SliceView {
   int num_workers = 0;
   bool etcd_up = false;
   std::string etcd_error;          // The last etcd error while down.
+  // While down: since when (Unix ms; since tpud started when it never
+  // reached etcd). What the view shows of the gangs is as last seen then.
+  std::int64_t etcd_down_since_unix_ms = 0;
+  // Set while the members disagree on the slice's shape (ConfigConflict).
+  std::string config_conflict;
   // Set while this tpud cannot join: another live tpud holds its worker id
   // (which one, and the fix). Nothing of the slice is done meanwhile.
   std::string member_conflict;
@@ -174,6 +179,7 @@ class Coordinator final : public GangLink {
   void Lead();
   bool FencedWrite(const std::string& job, const GenerationRecord& next);
   void EtcdDown(const absl::Status& status);
+  void EtcdUp();
   void PersistLease() const;
   std::optional<std::int64_t> LoadLease() const;
   std::int64_t NowUnixMs() const;
@@ -212,6 +218,7 @@ class Coordinator final : public GangLink {
   mutable std::mutex view_mu_;
   bool etcd_up_ = false;
   std::string etcd_error_;
+  std::int64_t etcd_down_since_unix_ms_ = 0;
   std::string member_conflict_;
   std::optional<int> leader_;
   std::int64_t leader_lease_ = 0;

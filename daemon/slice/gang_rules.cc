@@ -192,4 +192,19 @@ LeaderStep Decide(const GenerationRecord& record, const std::set<int>& members,
   return step;
 }
 
+std::string ConfigConflict(int worker_id, int num_workers, const std::map<int, MemberRecord>& members) {
+  std::vector<std::string> why;
+  for (const auto& [worker, member] : members) {
+    const std::string who = absl::StrCat("worker ", worker, member.host.empty() ? "" : absl::StrCat(" (", member.host, ")"));
+    if (member.num_workers > 0 && member.num_workers != num_workers) {
+      why.push_back(absl::StrCat(who, " has slice.num_workers ", member.num_workers));
+    } else if (worker < 0 || worker >= num_workers) {
+      why.push_back(absl::StrCat(who, " is outside 0..", num_workers - 1));
+    }
+  }
+  if (why.empty()) return "";
+  return absl::StrCat(absl::StrJoin(why, ", "), "; worker ", worker_id, " (this one) has slice.num_workers ",
+                      num_workers, ": the gang cannot start until every worker has the same slice.num_workers");
+}
+
 }  // namespace tpud::slice

@@ -85,4 +85,10 @@ LeaderStep Decide(const GenerationRecord& record, const std::set<int>& members,
                   const std::map<int, GangReport>& reports, int num_workers, SliceReset reset, double u,
                   std::int64_t now_unix_ms);
 
+// Why the members cannot form one gang with this worker, or empty: a member
+// configured with another slice.num_workers, or a member's worker id outside
+// 0..num_workers-1. Every worker computes it from the member keys, so each
+// shows it, not only the leader. Pure.
+std::string ConfigConflict(int worker_id, int num_workers, const std::map<int, MemberRecord>& members);
+
 }  // namespace tpud::slice

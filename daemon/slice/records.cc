@@ -70,7 +70,8 @@ std::string EncodeMember(const MemberRecord& member) {
               {"version", member.version},
               {"pid", member.pid},
               {"joined_unix_ms", member.joined_unix_ms},
-              {"state_dir", member.state_dir}}
+              {"state_dir", member.state_dir},
+              {"num_workers", member.num_workers}}
       .dump();
 }
 
@@ -83,6 +84,7 @@ absl::StatusOr<MemberRecord> DecodeMember(const std::string& text) {
     member.pid = j.value("pid", std::int64_t{0});
     member.joined_unix_ms = j.value("joined_unix_ms", std::int64_t{0});
     member.state_dir = j.value("state_dir", "");
+    member.num_workers = j.value("num_workers", 0);
     return member;
   });
 }

@@ -69,6 +69,9 @@ struct MemberRecord {
   // The holder's state_dir: only a tpud with the same one (its restart, which
   // holds its attempts) may take over the key of an exited holder on its host.
   std::string state_dir;
+  // The holder's slice.num_workers: every worker of a slice must agree on it.
+  // 0: unknown (a record written before tpud published it).
+  int num_workers = 0;
 };
 
 // The failure that caused a generation.

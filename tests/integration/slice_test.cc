@@ -527,8 +527,39 @@ TEST_CASE("slice: etcd down leaves training untouched, and a failure in the outa
   const CommandResult doctor = slice[1].Tpuctl({"doctor"}, Seconds(30));
   CHECK(doctor.exit_code == 1);
   CHECK(doctor.out.find("\u2717 etcd") != std::string::npos);
+  // What status shows of the gang is as last seen, and it says so.
+  const CommandResult listed = slice[1].Tpuctl({"status"});
+  INFO(listed.out);
+  CHECK(listed.out.find("as last seen: etcd unreachable since") != std::string::npos);
+  const CommandResult one = slice[1].Tpuctl({"status", "train"});
+  INFO(one.out);
+  CHECK(one.out.find("unreachable since") != std::string::npos);
+  CHECK_FALSE(slice[1].Status("train")["gang"]["etcd_down_since"].is_null());
   slice.etcd().Restart(0);
   REQUIRE(slice.WaitAllRunning(2, Seconds(60)));
+  CHECK(slice[1].Status("train")["gang"]["etcd_down_since"].is_null());
+}
+
+TEST_CASE("slice: workers that disagree on num_workers say so on every worker and in doctor", "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  TempDir extra_dir;
+  std::string yaml = slice.DaemonYaml(2);
+  const std::size_t at = yaml.find("num_workers: 2");
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, 14, "num_workers: 3");
+  TpudProcess third(extra_dir, "", yaml);
+  for (TpudProcess* tpud : {&slice[0], &third}) {
+    REQUIRE(WaitFor([&] { return tpud->Tpuctl({"slice"}).out.find("CONFLICT") != std::string::npos; }, Seconds(20)));
+    const CommandResult shown = tpud->Tpuctl({"slice"});
+    INFO(shown.out);
+    CHECK(shown.out.find("slice.num_workers 3") != std::string::npos);
+    const CommandResult doctor = tpud->Tpuctl({"doctor"}, Seconds(30));
+    INFO(doctor.out);
+    CHECK(doctor.exit_code == 1);
+    CHECK(doctor.out.find("same slice.num_workers") != std::string::npos);
+  }
+  CHECK(slice[1].Status("train")["gang"]["config_conflict"].get<std::string>().find("worker 2") != std::string::npos);
 }
 
 TEST_CASE("slice: a gang spec a socket-group member submits runs as that member on every worker, never as root",

@@ -364,4 +364,26 @@ TEST_CASE("Slice records: every field survives etcd's JSON, and garbage is an er
   CHECK_FALSE(keys.GangKeyOf(keys.leader()));
 }
 
+TEST_CASE("Slice shape: members that disagree on num_workers, or hold an id outside it, are a conflict",
+          "[slice]") {
+  const auto member = [](int worker, int num_workers) {
+    MemberRecord m;
+    m.worker = worker;
+    m.host = "host-" + std::to_string(worker);
+    m.num_workers = num_workers;
+    return m;
+  };
+  CHECK(ConfigConflict(0, 2, {{0, member(0, 2)}, {1, member(1, 2)}}).empty());
+  CHECK(ConfigConflict(0, 2, {{0, member(0, 2)}, {1, member(1, 0)}}).empty());  // An older tpud: unknown.
+  const std::string differs = ConfigConflict(0, 2, {{0, member(0, 2)}, {1, member(1, 3)}});
+  CHECK_THAT(differs, Catch::Matchers::Contains("worker 1 (host-1) has slice.num_workers 3"));
+  CHECK_THAT(differs, Catch::Matchers::Contains("worker 0 (this one) has slice.num_workers 2"));
+  CHECK_THAT(ConfigConflict(1, 2, {{1, member(1, 2)}, {2, member(2, 0)}}),
+             Catch::Matchers::Contains("worker 2 (host-2) is outside 0..1"));
+  // The member record carries it through etcd.
+  absl::StatusOr<MemberRecord> decoded = DecodeMember(EncodeMember(member(1, 4)));
+  REQUIRE(decoded.ok());
+  CHECK(decoded->num_workers == 4);
+}
+
 }  // namespace tpud::slice
