@@ -35,13 +35,38 @@ constexpr int kMaxCasRounds = 5;  // Re-reads of one generation key per pass bef
 }  // namespace
 
 Coordinator::Coordinator(etcd::EtcdClient& etcd, CoordinatorOptions options, CoordinatorHooks hooks)
-    : etcd_(etcd), options_(std::move(options)), hooks_(std::move(hooks)), keys_(options_.prefix, options_.slice) {}
+    : etcd_(etcd),
+      options_(std::move(options)),
+      hooks_(std::move(hooks)),
+      keys_(options_.prefix, options_.slice),
+      pending_(options_.state_dir.empty() ? std::filesystem::path() : options_.state_dir / "slice-proposals.json") {}
 
 Coordinator::~Coordinator() { Stop(); }
 
 void Coordinator::Start() {
   if (thread_.joinable()) return;
+  ResumePendingProposals();
   thread_ = std::thread([this] { Run(); });
+}
+
+// A stop or leave a previous tpud made and etcd never got: proposed again,
+// first, so the gang does not start here what a person stopped.
+void Coordinator::ResumePendingProposals() {
+  absl::StatusOr<std::vector<PendingProposal>> kept = pending_.Load();
+  if (!kept.ok()) {
+    SPDLOG_ERROR("slice {}: {}; a stop made before this tpud started may not reach the gang: check the job with "
+                 "tpuctl status and stop it again",
+                 options_.slice, std::string(kept.status().message()));
+    return;
+  }
+  for (const PendingProposal& p : *kept) {
+    SPDLOG_INFO("slice {}: job {}: proposing again what worker {} proposed before its tpud restarted: {}",
+                options_.slice, p.job, p.proposal.worker, p.proposal.reason);
+    Input input(Input::kProposal);
+    input.job = p.job;
+    input.proposal = p.proposal;
+    Enqueue(std::move(input));
+  }
 }
 
 void Coordinator::Stop() {
@@ -67,6 +92,11 @@ void Coordinator::Enqueue(Input input) {
 }
 
 void Coordinator::Propose(const std::string& job, const GangProposal& proposal) {
+  // Durable before it is sent: this tpud may exit before etcd answers.
+  if (absl::Status kept = pending_.Add(job, proposal); !kept.ok()) {
+    SPDLOG_ERROR("slice {}: job {}: {}: this proposal ({}) is lost if tpud exits before etcd has it",
+                 options_.slice, job, std::string(kept.message()), proposal.reason);
+  }
   Input input(Input::kProposal);
   input.job = job;
   input.proposal = proposal;
@@ -498,6 +528,12 @@ void Coordinator::ApplyDelete(const etcd::KeyValue& kv) {
 void Coordinator::Deliver() {
   std::vector<std::pair<std::string, std::string>> specs;
   std::vector<std::pair<std::string, GangCommit>> commits;
+  // A job with a stop not yet in etcd (one a previous tpud made, say) is not
+  // told of an active generation meanwhile: it would start what was stopped.
+  std::set<std::string> stop_pending;
+  for (const auto& [job, proposal] : proposals_) {
+    if (proposal.intent == GangProposal::Intent::kStop) stop_pending.insert(job);
+  }
   {
     std::lock_guard<std::mutex> lock(view_mu_);
     for (auto& [job, gang] : gangs_) {
@@ -505,7 +541,7 @@ void Coordinator::Deliver() {
         gang.delivered_spec = gang.spec;
         specs.emplace_back(job, *gang.spec);
       }
-      if (gang.record && gang.record->commit != gang.delivered) {
+      if (gang.record && gang.record->commit != gang.delivered && stop_pending.count(job) == 0) {
         gang.delivered = gang.record->commit;
         commits.emplace_back(job, gang.record->commit);
       }
@@ -622,6 +658,10 @@ bool Coordinator::FlushProposals() {
       }
     }
     if (!done) return true;  // Contended: try again on the next pass.
+    if (absl::Status s = pending_.Remove(job, proposal); !s.ok()) {
+      SPDLOG_WARN("slice {}: job {}: {}: a restarted tpud would propose it again (moot by then)", options_.slice,
+                  job, std::string(s.message()));
+    }
     proposals_.pop_front();
   }
   return true;

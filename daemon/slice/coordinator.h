@@ -38,6 +38,7 @@
 #include "daemon/core/gang.h"
 #include "daemon/etcd/etcd_client.h"
 #include "daemon/slice/gang_rules.h"
+#include "daemon/slice/pending_proposals.h"
 #include "daemon/slice/records.h"
 #include "daemon/gce/http_client.h"
 
@@ -180,6 +181,7 @@ class Coordinator final : public GangLink {
   bool FencedWrite(const std::string& job, const GenerationRecord& next);
   void EtcdDown(const absl::Status& status);
   void EtcdUp();
+  void ResumePendingProposals();
   void PersistLease() const;
   std::optional<std::int64_t> LoadLease() const;
   std::int64_t NowUnixMs() const;
@@ -188,6 +190,7 @@ class Coordinator final : public GangLink {
   const CoordinatorOptions options_;
   const CoordinatorHooks hooks_;
   const Keys keys_;
+  PendingProposals pending_;  // Stops and leaves not yet in etcd, on disk.
 
   // Inputs from other threads.
   std::mutex inputs_mu_;

@@ -44,6 +44,24 @@ absl::StatusOr<T> Decode(const std::string& text, const char* what, Parse parse)
   }
 }
 
+json RestartJson(const RestartPolicy& restart) {
+  return {{"max_restarts", restart.max_restarts},
+          {"backoff_initial_seconds", restart.backoff_initial_seconds},
+          {"backoff_max_seconds", restart.backoff_max_seconds},
+          {"backoff_jitter", restart.backoff_jitter},
+          {"reset_after_seconds", restart.reset_after_seconds}};
+}
+
+RestartPolicy RestartFromJson(const json& r) {
+  RestartPolicy restart;
+  restart.max_restarts = r.value("max_restarts", restart.max_restarts);
+  restart.backoff_initial_seconds = r.value("backoff_initial_seconds", restart.backoff_initial_seconds);
+  restart.backoff_max_seconds = r.value("backoff_max_seconds", restart.backoff_max_seconds);
+  restart.backoff_jitter = r.value("backoff_jitter", restart.backoff_jitter);
+  restart.reset_after_seconds = r.value("reset_after_seconds", restart.reset_after_seconds);
+  return restart;
+}
+
 }  // namespace
 
 Keys::Keys(const std::string& prefix, const std::string& slice) : root(absl::StrCat(prefix, "/slices/", slice, "/")) {}
@@ -97,12 +115,7 @@ std::string EncodeGeneration(const GenerationRecord& record) {
             {"restarts", commit.restarts},
             {"restarts_by_reason", commit.restarts_by_reason},
             {"counted", record.counted},
-            {"restart",
-             {{"max_restarts", record.restart.max_restarts},
-              {"backoff_initial_seconds", record.restart.backoff_initial_seconds},
-              {"backoff_max_seconds", record.restart.backoff_max_seconds},
-              {"backoff_jitter", record.restart.backoff_jitter},
-              {"reset_after_seconds", record.restart.reset_after_seconds}}},
+            {"restart", RestartJson(record.restart)},
             {"started_unix_ms", record.started_unix_ms},
             {"stopping_unix_ms", record.stopping_unix_ms},
             {"slice_reset_started", record.slice_reset_started}};
@@ -127,14 +140,7 @@ absl::StatusOr<GenerationRecord> DecodeGeneration(const std::string& text) {
     if (j.contains("step")) commit.step = j.at("step").get<std::int64_t>();
     if (j.contains("reset_class")) commit.reset_class = ParseFailureClass(j.at("reset_class").get<std::string>());
     record.counted = j.value("counted", false);
-    if (j.contains("restart")) {
-      const json& r = j.at("restart");
-      record.restart.max_restarts = r.value("max_restarts", record.restart.max_restarts);
-      record.restart.backoff_initial_seconds = r.value("backoff_initial_seconds", record.restart.backoff_initial_seconds);
-      record.restart.backoff_max_seconds = r.value("backoff_max_seconds", record.restart.backoff_max_seconds);
-      record.restart.backoff_jitter = r.value("backoff_jitter", record.restart.backoff_jitter);
-      record.restart.reset_after_seconds = r.value("reset_after_seconds", record.restart.reset_after_seconds);
-    }
+    if (j.contains("restart")) record.restart = RestartFromJson(j.at("restart"));
     record.started_unix_ms = j.value("started_unix_ms", std::int64_t{0});
     record.stopping_unix_ms = j.value("stopping_unix_ms", std::int64_t{0});
     record.slice_reset_started = j.value("slice_reset_started", false);
@@ -223,6 +229,42 @@ absl::StatusOr<WorkerEvents> DecodeEvents(const std::string& text) {
       events.events.push_back(std::move(event));
     }
     return events;
+  });
+}
+
+std::string EncodePendingProposals(const std::vector<PendingProposal>& pending) {
+  json list = json::array();
+  for (const PendingProposal& p : pending) {
+    const GangProposal& proposal = p.proposal;
+    if (proposal.intent != GangProposal::Intent::kStop && proposal.intent != GangProposal::Intent::kLeave) continue;
+    list.push_back({{"job", p.job},
+                    {"intent", proposal.intent == GangProposal::Intent::kStop ? "stop" : "leave"},
+                    {"base_generation", proposal.base_generation},
+                    {"worker", proposal.worker},
+                    {"reason", proposal.reason},
+                    {"restart", RestartJson(proposal.restart)}});
+  }
+  return list.dump(2);
+}
+
+absl::StatusOr<std::vector<PendingProposal>> DecodePendingProposals(const std::string& text) {
+  return Decode<std::vector<PendingProposal>>(text, "pending proposals", [](const json& list) {
+    std::vector<PendingProposal> pending;
+    for (const json& j : list) {
+      PendingProposal p;
+      p.job = j.at("job").get<std::string>();
+      const std::string intent = j.at("intent").get<std::string>();
+      if (intent != "stop" && intent != "leave") {
+        throw json::other_error::create(501, "unknown intent " + j.at("intent").dump(), &j);
+      }
+      p.proposal.intent = intent == "stop" ? GangProposal::Intent::kStop : GangProposal::Intent::kLeave;
+      p.proposal.base_generation = j.at("base_generation").get<std::int64_t>();
+      p.proposal.worker = j.at("worker").get<int>();
+      p.proposal.reason = j.value("reason", "");
+      if (j.contains("restart")) p.proposal.restart = RestartFromJson(j.at("restart"));
+      pending.push_back(std::move(p));
+    }
+    return pending;
   });
 }
 

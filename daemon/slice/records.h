@@ -145,6 +145,16 @@ std::string EncodeMember(const MemberRecord& member);
 absl::StatusOr<MemberRecord> DecodeMember(const std::string& json);
 std::string EncodeGeneration(const GenerationRecord& record);
 absl::StatusOr<GenerationRecord> DecodeGeneration(const std::string& json);
+// A gang proposal that must outlive this tpud until etcd has it: a stop or
+// a leave (kept in state_dir/slice-proposals.json, pending_proposals.h).
+struct PendingProposal {
+  std::string job;
+  GangProposal proposal;
+};
+// Only stop and leave proposals are encoded; others are skipped.
+std::string EncodePendingProposals(const std::vector<PendingProposal>& pending);
+absl::StatusOr<std::vector<PendingProposal>> DecodePendingProposals(const std::string& json);
+
 std::string EncodeReport(const GangReport& report);
 absl::StatusOr<GangReport> DecodeReport(const std::string& json);
 

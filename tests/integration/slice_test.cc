@@ -416,6 +416,31 @@ TEST_CASE("slice: a stop sticks on its worker even with etcd down, and reaches t
   CHECK(slice[0].Status("train")["gang"]["phase"] == "stopped");
 }
 
+TEST_CASE("slice: a stop made while etcd is down sticks through a tpud restart, and reaches the gang",
+          "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  slice.etcd().Kill(0);
+  REQUIRE(slice[0].Tpuctl({"stop", "train"}).exit_code == 0);
+  REQUIRE(slice[0].WaitForState("train", "stopped", Seconds(15))["state"] == "stopped");
+  REQUIRE(slice[0].Shutdown() == 0);  // The proposal never reached etcd.
+  const std::int64_t restarted_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
+  slice.Start(0);
+  slice.etcd().Restart(0);
+  CHECK(slice[1].WaitForState("train", "stopped", Seconds(30))["state"] == "stopped");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const json status = slice[0].Status("train");
+  INFO(status.dump());
+  CHECK(status["state"] == "stopped");
+  CHECK(status["gang"]["phase"] == "stopped");
+  for (const json& e : slice[0].Events("train")) {  // Never started again here.
+    if (e["time_unix_ms"].get<std::int64_t>() > restarted_ms) CHECK(e["to"] != "starting");
+  }
+  CHECK_THAT(slice[0].StderrText(), Catch::Matchers::Contains("proposing again what worker 0 proposed"));
+}
+
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
   Slice slice(2);
   REQUIRE(slice.WaitAllRunning(1));
