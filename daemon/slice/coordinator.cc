@@ -502,6 +502,9 @@ void Coordinator::ApplyDelete(const etcd::KeyValue& kv) {
   std::lock_guard<std::mutex> lock(view_mu_);
   if (std::optional<int> worker = keys_.MemberOf(kv.key)) {
     members_.erase(*worker);
+    // Ours, deleted under a lease still alive (etcd's data wiped, or a
+    // person's etcdctl del): claimed again on the next pass.
+    if (*worker == options_.worker_id) member_written_ = false;
     return;
   }
   if (kv.key == keys_.leader()) {
@@ -622,7 +625,18 @@ bool Coordinator::FlushProposals() {
         current = gang.record;
         mod_revision = gang.record_mod_revision;
       }
-      std::optional<GenerationRecord> next = ApplyProposal(current, proposal, NowUnixMs());
+      // etcd older than this worker (its data lost or restored from an old
+      // snapshot): the proposal applies to this worker's generation, so
+      // the gang goes on above what every worker has seen.
+      const std::optional<GenerationRecord> basis = ProposalBasis(current, proposal);
+      if (basis != current) {
+        SPDLOG_WARN("slice {}: job {}: etcd's generation record ({}) is older than worker {}'s generation {}: "
+                    "etcd lost data; {}",
+                    options_.slice, job,
+                    current ? absl::StrCat("generation ", current->commit.generation) : std::string("none"),
+                    proposal.worker, proposal.base_generation, basis->commit.reason);
+      }
+      std::optional<GenerationRecord> next = ApplyProposal(basis, proposal, NowUnixMs());
       if (!next) {
         SPDLOG_INFO("slice {}: job {}: proposal of worker {} is moot: the gang is at generation {} ({})",
                     options_.slice, job, proposal.worker, current ? current->commit.generation : 0,

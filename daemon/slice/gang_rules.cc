@@ -34,6 +34,21 @@ GenerationRecord Next(const std::optional<GenerationRecord>& current, GangPhase 
 
 }  // namespace
 
+std::optional<GenerationRecord> ProposalBasis(const std::optional<GenerationRecord>& current,
+                                              const GangProposal& proposal) {
+  if (proposal.base_generation <= 0 || (current && current->commit.generation >= proposal.base_generation)) {
+    return current;
+  }
+  GenerationRecord basis;
+  basis.commit.generation = proposal.base_generation;
+  basis.commit.phase = proposal.intent == GangProposal::Intent::kStart ? GangPhase::kStopped : GangPhase::kStarting;
+  basis.commit.reason = absl::StrCat("re-established from worker ", proposal.worker, "'s generation ",
+                                     proposal.base_generation, " (etcd had ",
+                                     current ? absl::StrCat("generation ", current->commit.generation) : "none", ")");
+  basis.restart = proposal.restart;
+  return basis;
+}
+
 std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationRecord>& current,
                                               const GangProposal& proposal, std::int64_t now_unix_ms) {
   const bool active = current && Active(*current);

@@ -36,6 +36,17 @@ namespace tpud::slice {
 //    worker's report, which its next tpud sends); from kStopping(n) (the
 //    worker had reported) -> kStopping(n+1) with n's cause, count and reset,
 //    so every worker reports again. Moot otherwise.
+// What a proposal applies to when etcd's record is older than the proposer
+// (etcd wiped, or restored from an older snapshot): the proposer knows
+// generation n = base_generation, and etcd has none or an older one. Then a
+// record of generation n, kStopped for a person's start (the gang was
+// stopped) and kStarting otherwise (the proposer ran it), with the
+// proposal's restart policy and a fresh budget; a generation the workers
+// would ignore (not above their own) is never committed. `current`
+// otherwise (and when base_generation is 0).
+std::optional<GenerationRecord> ProposalBasis(const std::optional<GenerationRecord>& current,
+                                              const GangProposal& proposal);
+
 std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationRecord>& current,
                                               const GangProposal& proposal, std::int64_t now_unix_ms);
 

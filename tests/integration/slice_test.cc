@@ -441,6 +441,21 @@ TEST_CASE("slice: a stop made while etcd is down sticks through a tpud restart, 
   CHECK_THAT(slice[0].StderrText(), Catch::Matchers::Contains("proposing again what worker 0 proposed"));
 }
 
+TEST_CASE("slice: after etcd loses its data, a failure still restarts the gang and a stop still reaches it",
+          "[slice][integration]") {
+  Slice slice(2);
+  REQUIRE(slice.WaitAllRunning(1));
+  REQUIRE(RunCommand({"etcdctl", "--endpoints=" + slice.etcd().endpoint(0), "del", "--prefix", "/it/"}).exit_code == 0);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // Members claim their keys again.
+  slice.Inject("crash", 0);
+  REQUIRE(slice.WaitAllRunning(2, Seconds(60)));  // Not moot: generation 2 from worker 0's 1.
+  CHECK_THAT(slice[0].StderrText(), Catch::Matchers::Contains("etcd lost data"));
+  REQUIRE(RunCommand({"etcdctl", "--endpoints=" + slice.etcd().endpoint(0), "del", "--prefix", "/it/"}).exit_code == 0);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  REQUIRE(slice[1].Tpuctl({"stop", "train"}).exit_code == 0);
+  for (int w = 0; w < 2; ++w) CHECK(slice[w].WaitForState("train", "stopped", Seconds(30))["state"] == "stopped");
+}
+
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
   Slice slice(2);
   REQUIRE(slice.WaitAllRunning(1));

@@ -386,4 +386,42 @@ TEST_CASE("Slice shape: members that disagree on num_workers, or hold an id outs
   CHECK(decoded->num_workers == 4);
 }
 
+TEST_CASE("Gang proposals: when etcd lost the gang's record, a proposal goes on from the proposer's generation",
+          "[slice]") {
+  GangProposal crash;
+  crash.intent = GangProposal::Intent::kRestart;
+  crash.base_generation = 5;
+  crash.worker = 0;
+  crash.reason = "worker 0: crash: exit code 1";
+  crash.failure = Classification{};
+  crash.counted = true;
+  // Wiped: no record. Without the basis the failure would be moot for good.
+  CHECK_FALSE(ApplyProposal(std::nullopt, crash, 1000).has_value());
+  const std::optional<GenerationRecord> basis = ProposalBasis(std::nullopt, crash);
+  REQUIRE(basis.has_value());
+  CHECK(basis->commit.generation == 5);
+  CHECK(basis->commit.phase == GangPhase::kStarting);
+  const std::optional<GenerationRecord> next = ApplyProposal(basis, crash, 1000);
+  REQUIRE(next.has_value());
+  CHECK(next->commit.generation == 6);  // Above every worker's: they all follow it.
+  CHECK(next->commit.phase == GangPhase::kStopping);
+
+  // Restored from an older snapshot: generation 2 there.
+  GenerationRecord old;
+  old.commit.generation = 2;
+  old.commit.phase = GangPhase::kStarting;
+  CHECK(ProposalBasis(old, crash)->commit.generation == 5);
+  // A person's stop reaches a gang etcd forgot; a start of a stopped one too.
+  GangProposal stop = crash;
+  stop.intent = GangProposal::Intent::kStop;
+  stop.failure.reset();
+  CHECK(ApplyProposal(ProposalBasis(std::nullopt, stop), stop, 1000)->commit.phase == GangPhase::kStopped);
+  GangProposal start = stop;
+  start.intent = GangProposal::Intent::kStart;
+  CHECK(ApplyProposal(ProposalBasis(std::nullopt, start), start, 1000)->commit.generation == 6);
+  // etcd up to date: nothing changes.
+  old.commit.generation = 5;
+  CHECK(ProposalBasis(old, crash) == std::optional<GenerationRecord>(old));
+}
+
 }  // namespace tpud::slice
