@@ -191,6 +191,7 @@ void Coordinator::Run() {
 }
 
 void Coordinator::EtcdDown(const absl::Status& status) {
+  absent_since_.clear();  // Absences are counted again from when etcd answers.
   std::lock_guard<std::mutex> lock(view_mu_);
   if (etcd_up_ || etcd_error_ != status.message()) {
     SPDLOG_WARN("slice {}: etcd: {}; training goes on, gang work waits for etcd", options_.slice,
@@ -736,6 +737,16 @@ bool Coordinator::FencedWrite(const std::string& job, const GenerationRecord& ne
   return true;
 }
 
+// A member key gone is evidence of a lost worker only once it has stayed
+// gone for a lease TTL while this leader reached etcd: after an etcd pause or
+// outage, etcd revokes every lease that ran out meanwhile at once, and the
+// workers' tpuds, alive all along, claim their keys again within a moment.
+bool Coordinator::AbsentForGood(int worker) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto since = absent_since_.try_emplace(worker, now).first->second;
+  return now - since >= options_.lease_ttl;
+}
+
 void Coordinator::Lead() {
   std::set<int> members;
   std::vector<std::pair<std::string, GangState>> gangs;
@@ -747,12 +758,14 @@ void Coordinator::Lead() {
       if (gang.record) gangs.emplace_back(job, gang);
     }
   }
+  std::erase_if(absent_since_, [&](const auto& entry) { return members.count(entry.first) != 0; });
   const std::int64_t now = NowUnixMs();
   for (auto& [job, gang] : gangs) {
     const GenerationRecord& record = *gang.record;
     if (record.commit.phase == GangPhase::kStarting) {
       for (int worker = 0; worker < options_.num_workers; ++worker) {
         if (members.count(worker) != 0) continue;
+        if (!AbsentForGood(worker)) continue;
         std::optional<GenerationRecord> next = LoseWorker(record, worker, now);
         if (next && !FencedWrite(job, *next)) return;
         break;

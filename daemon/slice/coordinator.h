@@ -182,6 +182,7 @@ class Coordinator final : public GangLink {
   void EtcdDown(const absl::Status& status);
   void EtcdUp();
   void ResumePendingProposals();
+  bool AbsentForGood(int worker);
   void PersistLease() const;
   std::optional<std::int64_t> LoadLease() const;
   std::int64_t NowUnixMs() const;
@@ -191,6 +192,9 @@ class Coordinator final : public GangLink {
   const CoordinatorHooks hooks_;
   const Keys keys_;
   PendingProposals pending_;  // Stops and leaves not yet in etcd, on disk.
+  // The leader's: since when each worker's member key has been missing
+  // while etcd answered (coordinator thread only).
+  std::map<int, std::chrono::steady_clock::time_point> absent_since_;
 
   // Inputs from other threads.
   std::mutex inputs_mu_;

@@ -456,6 +456,25 @@ TEST_CASE("slice: after etcd loses its data, a failure still restarts the gang a
   for (int w = 0; w < 2; ++w) CHECK(slice[w].WaitForState("train", "stopped", Seconds(30))["state"] == "stopped");
 }
 
+TEST_CASE("slice: pausing etcd past every lease leaves a healthy gang alone", "[slice][integration]") {
+  Slice slice(3);
+  REQUIRE(slice.WaitAllRunning(1));
+  for (int round = 0; round < 2; ++round) {
+    // Every lease runs out during the pause; etcd revokes them all the
+    // moment it resumes, before any keepalive gets through.
+    slice.etcd().Pause(0);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    slice.etcd().Resume(0);
+    std::this_thread::sleep_for(std::chrono::seconds(6));  // Two leases' worth for a wrong verdict to show.
+  }
+  for (const json& s : slice.Statuses()) {
+    INFO(s.dump());
+    CHECK(s["state"] == "running");
+    CHECK(s["attempt"] == 1);
+    CHECK(s["gang"]["generation"] == 1);
+  }
+}
+
 TEST_CASE("slice: a deterministic failure on one worker fails the gang on every worker", "[slice][integration]") {
   Slice slice(2);
   REQUIRE(slice.WaitAllRunning(1));
