@@ -98,6 +98,14 @@ class GangLink {
   // A gang spec submitted on this worker (`tpuctl start -f`): stored for
   // every worker of the slice to run (`spec_yaml` as submitted).
   virtual void Publish(const std::string& job, const std::string& spec_yaml) = 0;
+  // This worker's attempt of `job` runs (pid > 0: started or re-attached)
+  // or has ended (pid 0). Recorded for the slice, so no other tpud starts
+  // a second trainer of this worker id beside it. Default: not recorded.
+  virtual void AttemptChanged(const std::string& job, int attempt, int pid, std::int64_t generation) {}
+  // Why this worker must not start an attempt of `job` now: another tpud's
+  // attempt of this worker id is recorded as running (which, where, and
+  // the fix). Empty: free. Default: always free.
+  virtual std::string AttemptHeldElsewhere(const std::string& job) const { return ""; }
 };
 
 }  // namespace tpud

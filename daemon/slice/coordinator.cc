@@ -123,6 +123,38 @@ void Coordinator::Publish(const std::string& job, const std::string& spec_yaml) 
   Enqueue(std::move(input));
 }
 
+void Coordinator::AttemptChanged(const std::string& job, int attempt, int pid, std::int64_t generation) {
+  Input input(Input::kAttempt);
+  input.job = job;
+  if (pid > 0) {
+    AttemptRecord record;
+    record.worker = options_.worker_id;
+    record.host = options_.host;
+    record.state_dir = options_.state_dir.string();
+    record.pid = pid;
+    record.attempt = attempt;
+    record.generation = generation;
+    record.started_unix_ms = NowUnixMs();
+    input.attempt = record;
+  }
+  Enqueue(std::move(input));
+}
+
+std::string Coordinator::AttemptHeldElsewhere(const std::string& job) const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  const auto gang = gangs_.find(job);
+  if (gang == gangs_.end()) return "";
+  const auto held = gang->second.attempts.find(options_.worker_id);
+  if (held == gang->second.attempts.end()) return "";
+  const AttemptRecord& r = held->second;
+  if (r.host == options_.host && r.state_dir == options_.state_dir.string()) return "";  // Ours (a restart).
+  return absl::StrCat("worker ", options_.worker_id, "'s attempt ", r.attempt, " (pid ", r.pid,
+                      ") is recorded as running under the tpud on ", r.host, " (state_dir ", r.state_dir,
+                      "): it must end first. Start tpud there (not a member, it stops the attempt), or if that "
+                      "machine is gone: etcdctl del ",
+                      keys_.attempt(job, options_.worker_id));
+}
+
 void Coordinator::PublishStatus(const std::string& job, const WorkerJobStatus& status) {
   Input input(Input::kStatus);
   input.job = job;
@@ -174,13 +206,17 @@ void Coordinator::Run() {
         lock.unlock();
         Drain(inputs);
         if (!proposals_.empty() && keepalive_ && etcd_up_) FlushProposals();
+        if (!attempt_writes_.empty() && keepalive_ && etcd_up_) FlushAttempts();
         return;
       }
     }
     Drain(inputs);
-    if (!EnsureSession()) continue;
+    if (!EnsureSession()) {
+      if (keepalive_ && keepalive_->alive() && !member_written_) FlushAttempts();  // Not a member: its own record.
+      continue;
+    }
     Deliver();
-    bool ok = FlushSpecs() && FlushReports() && FlushProposals() && Elect() && FlushStatuses();
+    bool ok = FlushAttempts() && FlushSpecs() && FlushReports() && FlushProposals() && Elect() && FlushStatuses();
     // A session (lease kept alive, watch running) and every write through:
     // etcd is back, also when the watch resumed by itself and nothing had
     // to be loaded again.
@@ -377,6 +413,7 @@ bool Coordinator::Load() {
       gang.reports.clear();
       gang.statuses.clear();
       gang.events.clear();
+      gang.attempts.clear();
     }
   }
   statuses_written_.clear();  // Written again: etcd may have lost them.
@@ -417,6 +454,9 @@ void Coordinator::Drain(std::deque<Input>& inputs) {
         break;
       case Input::kReport:
         reports_[input.job] = input.report;
+        break;
+      case Input::kAttempt:
+        attempt_writes_[input.job] = input.attempt;
         break;
       case Input::kJoin: {
         std::lock_guard<std::mutex> lock(view_mu_);
@@ -496,6 +536,9 @@ void Coordinator::ApplyPut(const etcd::KeyValue& kv) {
   } else if (what.rfind("events/", 0) == 0) {
     absl::StatusOr<WorkerEvents> events = DecodeEvents(kv.value);
     if (events.ok()) gang.events[events->worker] = *std::move(events);
+  } else if (what.rfind("attempts/", 0) == 0) {
+    absl::StatusOr<AttemptRecord> attempt = DecodeAttempt(kv.value);
+    if (attempt.ok()) gang.attempts[attempt->worker] = *std::move(attempt);
   }
 }
 
@@ -526,6 +569,7 @@ void Coordinator::ApplyDelete(const etcd::KeyValue& kv) {
   if (what.rfind("reports/", 0) == 0 && absl::SimpleAtoi(what.substr(8), &worker)) gang.reports.erase(worker);
   if (what.rfind("status/", 0) == 0 && absl::SimpleAtoi(what.substr(7), &worker)) gang.statuses.erase(worker);
   if (what.rfind("events/", 0) == 0 && absl::SimpleAtoi(what.substr(7), &worker)) gang.events.erase(worker);
+  if (what.rfind("attempts/", 0) == 0 && absl::SimpleAtoi(what.substr(9), &worker)) gang.attempts.erase(worker);
 }
 
 // Posts new specs, then new commits, to the loop.
@@ -595,6 +639,39 @@ bool Coordinator::FlushLatest(std::map<std::string, T>& pending, std::map<std::s
 bool Coordinator::FlushStatuses() {
   return FlushLatest(statuses_, statuses_written_, &Keys::status, &EncodeStatus) &&
          FlushLatest(events_, events_written_, &Keys::events, &EncodeEvents);
+}
+
+// This worker's attempt records. Written also while this tpud is not a member
+// (only its own key, on no lease): a tpud that stopped the attempt it kept
+// after another took its worker id must clear the record the other waits on.
+bool Coordinator::FlushAttempts() {
+  while (!attempt_writes_.empty()) {
+    auto it = attempt_writes_.begin();
+    const std::string key = keys_.attempt(it->first, options_.worker_id);
+    absl::Status written;
+    if (it->second) {
+      written = etcd_.Put(key, EncodeAttempt(*it->second)).status();
+    } else {
+      // Only our own record: another tpud's must stay until its attempt ends.
+      bool ours = true;
+      {
+        std::lock_guard<std::mutex> lock(view_mu_);
+        const auto gang = gangs_.find(it->first);
+        if (gang != gangs_.end()) {
+          const auto held = gang->second.attempts.find(options_.worker_id);
+          ours = held == gang->second.attempts.end() ||
+                 (held->second.host == options_.host && held->second.state_dir == options_.state_dir.string());
+        }
+      }
+      if (ours) written = etcd_.Delete(key).status();
+    }
+    if (!written.ok()) {
+      EtcdDown(written);
+      return false;
+    }
+    attempt_writes_.erase(it);
+  }
+  return true;
 }
 
 bool Coordinator::FlushReports() {

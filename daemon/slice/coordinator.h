@@ -120,6 +120,8 @@ class Coordinator final : public GangLink {
   void Join(const std::string& job) override;
   // Stores a gang spec for every worker to run (kept and retried).
   void Publish(const std::string& job, const std::string& spec_yaml) override;
+  void AttemptChanged(const std::string& job, int attempt, int pid, std::int64_t generation) override;
+  std::string AttemptHeldElsewhere(const std::string& job) const override;
   // Shows this worker's state of a gang job to the other workers (written
   // when it changed; the newest wins while etcd is away).
   void PublishStatus(const std::string& job, const WorkerJobStatus& status);
@@ -137,6 +139,7 @@ class Coordinator final : public GangLink {
     std::map<int, GangReport> reports;
     std::map<int, WorkerJobStatus> statuses;
     std::map<int, WorkerEvents> events;
+    std::map<int, AttemptRecord> attempts;  // Each worker's running attempt, as recorded.
     std::string waiting_for;
     std::optional<GangCommit> delivered;  // The last commit posted.
     std::optional<std::string> delivered_spec;
@@ -144,7 +147,7 @@ class Coordinator final : public GangLink {
     std::optional<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> due;
   };
   struct Input {
-    enum Kind { kProposal, kReport, kJoin, kPublish, kStatus, kEvents, kWatch, kLeaseLost };
+    enum Kind { kProposal, kReport, kJoin, kPublish, kStatus, kEvents, kWatch, kLeaseLost, kAttempt };
     explicit Input(Kind k) : kind(k) {}
     Kind kind;
     std::string job;
@@ -154,6 +157,7 @@ class Coordinator final : public GangLink {
     WorkerJobStatus status;
     WorkerEvents events;
     etcd::WatchUpdate update;
+    std::optional<AttemptRecord> attempt;  // kAttempt: nullopt when it ended.
   };
 
   void Enqueue(Input input);
@@ -168,6 +172,7 @@ class Coordinator final : public GangLink {
   void ApplyDelete(const etcd::KeyValue& kv);
   void Deliver();
   bool FlushProposals();
+  bool FlushAttempts();
   bool FlushReports();
   bool FlushSpecs();
   bool FlushStatuses();
@@ -192,6 +197,8 @@ class Coordinator final : public GangLink {
   const CoordinatorHooks hooks_;
   const Keys keys_;
   PendingProposals pending_;  // Stops and leaves not yet in etcd, on disk.
+  // This worker's attempt records to write (nullopt: delete), per job.
+  std::map<std::string, std::optional<AttemptRecord>> attempt_writes_;
   // The leader's: since when each worker's member key has been missing
   // while etcd answered (coordinator thread only).
   std::map<int, std::chrono::steady_clock::time_point> absent_since_;

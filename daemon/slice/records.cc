@@ -268,4 +268,25 @@ absl::StatusOr<std::vector<PendingProposal>> DecodePendingProposals(const std::s
   });
 }
 
+std::string EncodeAttempt(const AttemptRecord& r) {
+  return json{{"worker", r.worker},   {"host", r.host},       {"state_dir", r.state_dir},
+              {"pid", r.pid},         {"attempt", r.attempt}, {"generation", r.generation},
+              {"started_unix_ms", r.started_unix_ms}}
+      .dump();
+}
+
+absl::StatusOr<AttemptRecord> DecodeAttempt(const std::string& text) {
+  return Decode<AttemptRecord>(text, "attempt", [](const json& j) {
+    AttemptRecord r;
+    r.worker = j.at("worker").get<int>();
+    r.host = j.value("host", "");
+    r.state_dir = j.value("state_dir", "");
+    r.pid = j.value("pid", std::int64_t{0});
+    r.attempt = j.value("attempt", 0);
+    r.generation = j.value("generation", std::int64_t{0});
+    r.started_unix_ms = j.value("started_unix_ms", std::int64_t{0});
+    return r;
+  });
+}
+
 }  // namespace tpud::slice

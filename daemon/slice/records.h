@@ -52,6 +52,9 @@ struct Keys {
   std::string events(const std::string& job, int worker) const {
     return gang(job) + "events/" + std::to_string(worker);
   }
+  std::string attempt(const std::string& job, int worker) const {
+    return gang(job) + "attempts/" + std::to_string(worker);
+  }
 
   // "members/3" -> 3; nullopt for any other key.
   std::optional<int> MemberOf(const std::string& key) const;
@@ -145,6 +148,24 @@ std::string EncodeMember(const MemberRecord& member);
 absl::StatusOr<MemberRecord> DecodeMember(const std::string& json);
 std::string EncodeGeneration(const GenerationRecord& record);
 absl::StatusOr<GenerationRecord> DecodeGeneration(const std::string& json);
+// A gang attempt a worker's tpud runs, at gangs/JOB/attempts/W: written when
+// it starts, deleted when it has ended. On no lease: it outlives a tpud that
+// died, as the attempt does under its shim, so another tpud that takes the
+// worker id over does not start a second trainer beside it (the fence of
+// issue "one trainer per worker id").
+struct AttemptRecord {
+  int worker = -1;
+  std::string host;
+  std::string state_dir;   // With host: which tpud (its restarts keep both).
+  std::int64_t pid = 0;    // The trainer's.
+  int attempt = 0;
+  std::int64_t generation = 0;
+  std::int64_t started_unix_ms = 0;
+  bool operator==(const AttemptRecord&) const = default;
+};
+std::string EncodeAttempt(const AttemptRecord& record);
+absl::StatusOr<AttemptRecord> DecodeAttempt(const std::string& json);
+
 // A gang proposal that must outlive this tpud until etcd has it: a stop or
 // a leave (kept in state_dir/slice-proposals.json, pending_proposals.h).
 struct PendingProposal {

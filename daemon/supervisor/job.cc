@@ -257,12 +257,21 @@ void Job::LaunchAttempt() {
       status = run_as.status();
     }
   }
+  const bool gang = spec_.gang && deps_.gang != nullptr;
+  if (status.ok() && gang) {
+    // One trainer per worker id: another tpud's attempt of it still runs
+    // (it held this id before this tpud took it over). Retried, uncounted.
+    if (std::string held = deps_.gang->AttemptHeldElsewhere(spec_.name); !held.empty()) {
+      status = absl::UnavailableError(held);
+    }
+  }
   if (status.ok()) {
     absl::StatusOr<std::unique_ptr<Attempt>> launched = deps_.launcher->Launch(launch, this);
     if (launched.ok()) {
       log_dropped_before_ += std::exchange(log_dropped_attempt_, 0);
       log_dropping_ = false;
       attempt_ = std::move(*launched);
+      if (gang) deps_.gang->AttemptChanged(spec_.name, machine_.attempt, attempt_->pid(), machine_.generation);
       attempt_env_ = launch.env;
       goodput_.OnAttemptStart(attempt_started_,
                               checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step) : std::nullopt);
@@ -336,6 +345,7 @@ void Job::CancelTimer() {
 
 void Job::OnExit(const ExitStatus& status) {
   attempt_.reset();
+  if (spec_.gang && deps_.gang != nullptr) deps_.gang->AttemptChanged(spec_.name, machine_.attempt, 0, machine_.generation);
   const SteadyTime now = deps_.clock->Now();
   const bool hung = machine_.state == JobState::kStopping && machine_.stop == machine::StopIntent::kHang;
   goodput_.OnAttemptEnd(now, hung                                             ? AttemptEnd::kHung

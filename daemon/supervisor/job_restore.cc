@@ -82,6 +82,10 @@ void Job::Resume(std::unique_ptr<Attempt> adopted, int adopted_attempt) {
     // The attempt runs on under its shim: starting keeps what is left of
     // start_seconds, stopping walks on from the rung it had reached.
     attempt_ = std::move(adopted);
+    if (spec_.gang && deps_.gang != nullptr) {
+      deps_.gang->AttemptChanged(spec_.name, std::max(machine_.attempt, adopted_attempt), attempt_->pid(),
+                                 machine_.generation);
+    }
     resumed.adopted = true;
     resumed.adopted_attempt = adopted_attempt;
     // Goodput counts from here: the attempt was up and (most likely) training.

@@ -678,12 +678,21 @@ TEST_CASE("slice: a duplicate worker id never takes over a killed tpud's id at o
   // back: not a member, it stops the trainer it re-attached, and says why.
   REQUIRE(WaitFor([&] { return duplicate->StderrText().find("worker 1 of 2 joined") != std::string::npos; },
                   Seconds(30)));
+  // The fence: the first tpud's attempt is recorded in etcd and still runs,
+  // so the duplicate starts no second worker-1 trainer beside it.
+  REQUIRE(WaitFor([&] {
+    return duplicate->Status("train")["reason"].get<std::string>().find("is recorded as running") != std::string::npos;
+  }, Seconds(30)));
+  CHECK(duplicate->Status("train")["pid"].is_null());
+  CHECK(Alive(trainer));
   slice.Start(1);
   CHECK(WaitFor([&] { return !Alive(trainer); }, Seconds(20)));
   const json status = slice[1].Status("train");
   CHECK(status["state"] != "running");
   CHECK_THAT(status["reason"].get<std::string>(), Catch::Matchers::Contains("not a member of the slice"));
   CHECK(slice[1].Tpuctl({"slice"}).out.find("NOT JOINED") != std::string::npos);
+  // Its trainer gone and its record cleared, the duplicate's worker 1 runs.
+  CHECK(duplicate->WaitForState("train", "running", Seconds(40))["state"] == "running");
 }
 
 }  // namespace tpud::testing

@@ -424,4 +424,14 @@ TEST_CASE("Gang proposals: when etcd lost the gang's record, a proposal goes on 
   CHECK(ProposalBasis(old, crash) == std::optional<GenerationRecord>(old));
 }
 
+TEST_CASE("Attempt records: what fences a worker id travels through etcd intact", "[slice]") {
+  AttemptRecord record{1, "host-a", "/var/lib/tpud", 4242, 3, 7, 1700000000000};
+  absl::StatusOr<AttemptRecord> decoded = DecodeAttempt(EncodeAttempt(record));
+  REQUIRE(decoded.ok());
+  CHECK(*decoded == record);
+  CHECK_FALSE(DecodeAttempt("{}").ok());  // No worker: refused, named.
+  Keys keys("/tpud", "s");
+  CHECK(keys.GangKeyOf(keys.attempt("train", 1)) == std::make_pair(std::string("train"), std::string("attempts/1")));
+}
+
 }  // namespace tpud::slice
