@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/core/backoff.h"
+#include "daemon/core/restart_rules.h"
 
 namespace tpud::slice {
 namespace {
@@ -164,8 +165,9 @@ LeaderStep Decide(const GenerationRecord& record, const std::set<int>& members,
     return step;
   }
   const std::optional<GangCause>& last = record.last_cause;
-  if (cause && last && cause->step && last->step && *cause->step == *last->step &&
-      cause->failure_class == last->failure_class && cause->rule == last->rule) {
+  if (cause && last &&
+      IsDeterministicRepeat(FailureSeen{cause->failure_class, cause->rule, cause->step},
+                            FailureSeen{last->failure_class, last->rule, last->step})) {
     commit.phase = GangPhase::kFailed;
     commit.reason = absl::StrCat(record.commit.reason, "; the same failure twice at step ", *cause->step,
                                  ": deterministic, not restarted");
@@ -173,15 +175,15 @@ LeaderStep Decide(const GenerationRecord& record, const std::set<int>& members,
     return step;
   }
   if (record.counted) {
-    const double ran_seconds =
-        record.started_unix_ms > 0 ? static_cast<double>(record.stopping_unix_ms - record.started_unix_ms) / 1000 : 0;
-    if (record.started_unix_ms > 0 && ran_seconds >= record.restart.reset_after_seconds) {
-      commit.restarts = 0;
-      commit.restarts_by_reason.clear();
-    }
-    ++commit.restarts;
+    const std::optional<double> ran_seconds =
+        record.started_unix_ms > 0
+            ? std::optional<double>(static_cast<double>(record.stopping_unix_ms - record.started_unix_ms) / 1000)
+            : std::nullopt;
+    const RestartCount count = CountRestart(record.restart, commit.restarts, ran_seconds);
+    if (count.reset) commit.restarts_by_reason.clear();
+    commit.restarts = count.restarts;
     if (cause) ++commit.restarts_by_reason[FailureClassName(cause->failure_class)];
-    if (commit.restarts > record.restart.max_restarts) {
+    if (count.exhausted) {
       commit.phase = GangPhase::kFailed;
       commit.reason = absl::StrCat(record.commit.reason, "; gave up after ", commit.restarts - 1,
                                    " restarts (max_restarts ", record.restart.max_restarts, ")");

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/core/durations.h"
 #include "daemon/core/backoff.h"
+#include "daemon/core/restart_rules.h"
 
 namespace tpud::machine {
 namespace {
@@ -331,7 +332,7 @@ class Decider {
       if (e.maintenance_active) return WaitForMaintenance(e.exit);
       return ScheduleRestart({e.exit, failure, false}, std::nullopt, e.jitter);
     }
-    if (s_.restarts >= p_.restart.max_restarts) {
+    if (CountRestart(p_.restart, s_.restarts, std::nullopt).exhausted) {  // The count was reset above.
       return GiveUp(e.exit, StrCat("gave up after ", s_.restarts, " restart", s_.restarts == 1 ? "" : "s",
                                    " (max_restarts ", p_.restart.max_restarts, "): ", summary));
     }
@@ -353,9 +354,9 @@ class Decider {
   // at the same known step: deterministic. Never for preemptions.
   bool Repeats(const Classification& failure, const std::optional<std::int64_t>& step) const {
     const std::optional<PastFailure>& last = s_.last_failure;
-    return failure.failure_class != FailureClass::kPreemption && last && last->attempt == s_.attempt - 1 &&
-           last->failure_class == failure.failure_class && last->rule == failure.rule && last->step && step &&
-           *last->step == *step;
+    if (!last || last->attempt != s_.attempt - 1) return false;
+    return IsDeterministicRepeat(FailureSeen{failure.failure_class, failure.rule, step},
+                                 FailureSeen{last->failure_class, last->rule, last->step});
   }
 
   void ScheduleRestart(const PendingRestart& restart, const std::optional<ResetDone>& reset, double jitter) {

@@ -266,6 +266,14 @@ TEST_CASE("Gang leader: deterministic failures and the budget fail the whole gan
     CHECK(restarted.next.commit.phase == GangPhase::kStarting);
     CHECK(restarted.next.commit.restarts == 1);
   }
+  SECTION("a spot slice preempted twice before its next checkpoint restarts, as a lone job does") {
+    GenerationRecord running = Record(3, GangPhase::kStarting);
+    running.cause = GangCause{0, FailureClass::kPreemption, RecoveryAction::kWaitAndRestart, "notice", 45, false};
+    const GenerationRecord stopping = *ApplyProposal(
+        running, Failure(3, 0, FailureClass::kPreemption, RecoveryAction::kWaitAndRestart, 45, false), kNow);
+    const LeaderStep step = Decide(stopping, kAll, reports, 3, SliceReset::kNone, 0.5, kNow);
+    CHECK(step.next.commit.phase == GangPhase::kStarting);
+  }
   SECTION("preemption and lost workers do not count") {
     const GenerationRecord preempted =
         *ApplyProposal(Record(3, GangPhase::kStarting, 2),
