@@ -296,6 +296,10 @@ bool Coordinator::EnsureSession() {
     }
     lease_ = *lease;
     PersistLease();
+    // A new session reads the slice again: the lease was lost, maybe with
+    // etcd's data (wiped or restored, its revisions rewound), and a watch
+    // resumed at the old revision would deliver nothing.
+    watcher_.reset();
     absl::StatusOr<std::unique_ptr<etcd::LeaseKeepAlive>> keepalive =
         etcd_.KeepAlive(lease_, [this](std::int64_t, const absl::Status& why) {
           SPDLOG_WARN("slice {}: worker {} lost its lease: {}; joining again", options_.slice, options_.worker_id,
@@ -413,12 +417,29 @@ bool Coordinator::Load() {
       gang.reports.clear();
       gang.statuses.clear();
       gang.events.clear();
-      gang.attempts.clear();
+      // Attempts stay until the read below says otherwise: a launch on the
+      // loop meanwhile must not see a worker id free that is not.
     }
   }
   statuses_written_.clear();  // Written again: etcd may have lost them.
   events_written_.clear();
-  for (const etcd::KeyValue& kv : all->kvs) ApplyPut(kv);
+  max_revision_ = all->revision;
+  std::set<std::pair<std::string, int>> recorded;
+  for (const etcd::KeyValue& kv : all->kvs) {
+    ApplyPut(kv);
+    const auto gang_key = keys_.GangKeyOf(kv.key);
+    int worker = -1;
+    if (gang_key && gang_key->second.rfind("attempts/", 0) == 0 &&
+        absl::SimpleAtoi(gang_key->second.substr(9), &worker)) {
+      recorded.emplace(gang_key->first, worker);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    for (auto& [job, gang] : gangs_) {
+      std::erase_if(gang.attempts, [&, &job = job](const auto& a) { return recorded.count({job, a.first}) == 0; });
+    }
+  }
   etcd::WatchOptions watch;
   watch.key = keys_.root;
   watch.prefix = true;
@@ -435,6 +456,20 @@ bool Coordinator::Load() {
   watcher_ = *std::move(watcher);
   EtcdUp();
   return true;
+}
+
+// etcd's revision only grows; one lower than seen before means its data was
+// wiped or restored from a snapshot. The watch, which resumes at the old
+// revision, would then deliver nothing: read the slice again.
+void Coordinator::NoteRevision(std::int64_t revision) {
+  if (revision <= 0) return;
+  if (revision < max_revision_) {
+    SPDLOG_WARN("slice {}: etcd's revision went back from {} to {}: its data was wiped or restored; reading the "
+                "slice again",
+                options_.slice, max_revision_, revision);
+    watcher_.reset();
+  }
+  max_revision_ = revision;
 }
 
 void Coordinator::EtcdUp() {
@@ -474,6 +509,7 @@ void Coordinator::Drain(std::deque<Input>& inputs) {
         break;
       case Input::kLeaseLost:
         if (keepalive_) keepalive_->Stop();
+        absent_since_.clear();
         break;
       case Input::kWatch: {
         const etcd::WatchUpdate& u = input.update;
@@ -648,28 +684,43 @@ bool Coordinator::FlushAttempts() {
   while (!attempt_writes_.empty()) {
     auto it = attempt_writes_.begin();
     const std::string key = keys_.attempt(it->first, options_.worker_id);
-    absl::Status written;
-    if (it->second) {
-      written = etcd_.Put(key, EncodeAttempt(*it->second)).status();
-    } else {
-      // Only our own record: another tpud's must stay until its attempt ends.
-      bool ours = true;
-      {
-        std::lock_guard<std::mutex> lock(view_mu_);
-        const auto gang = gangs_.find(it->first);
-        if (gang != gangs_.end()) {
-          const auto held = gang->second.attempts.find(options_.worker_id);
-          ours = held == gang->second.attempts.end() ||
-                 (held->second.host == options_.host && held->second.state_dir == options_.state_dir.string());
-        }
-      }
-      if (ours) written = etcd_.Delete(key).status();
-    }
-    if (!written.ok()) {
-      EtcdDown(written);
+    // Read, then write fenced on what was read: never over another tpud's
+    // record (its attempt may run on), whatever this tpud's mirror holds.
+    absl::StatusOr<etcd::RangeResult> held = etcd_.Get(key);
+    if (!held.ok()) {
+      EtcdDown(held.status());
       return false;
     }
-    attempt_writes_.erase(it);
+    std::int64_t mod_revision = 0;
+    if (!held->kvs.empty()) {
+      absl::StatusOr<AttemptRecord> other = DecodeAttempt(held->kvs[0].value);
+      const bool ours = other.ok() && other->host == options_.host && other->state_dir == options_.state_dir.string();
+      if (!ours) {
+        SPDLOG_ERROR("slice {}: job {}: {} holds another tpud's attempt of worker {} ({}); this tpud's is not "
+                     "recorded",
+                     options_.slice, it->first, key, options_.worker_id, held->kvs[0].value);
+        attempt_writes_.erase(it);
+        continue;
+      }
+      mod_revision = held->kvs[0].mod_revision;
+    } else if (!it->second) {
+      attempt_writes_.erase(it);  // Nothing to clear.
+      continue;
+    }
+    etcd::Txn txn;
+    txn.If(Compare::ModRevision(key, Compare::kEqual, mod_revision));
+    if (it->second) {
+      txn.Then(TxnOp::Put(key, EncodeAttempt(*it->second)));
+    } else {
+      txn.Then(TxnOp::Delete(key));
+    }
+    absl::StatusOr<etcd::TxnResult> result = etcd_.Commit(txn);
+    if (!result.ok()) {
+      EtcdDown(result.status());
+      return false;
+    }
+    NoteRevision(result->revision);
+    if (result->succeeded) attempt_writes_.erase(it);  // Else it changed meanwhile: read again.
   }
   return true;
 }
@@ -683,6 +734,7 @@ bool Coordinator::FlushReports() {
       EtcdDown(put.status());
       return false;
     }
+    NoteRevision(*put);
     SPDLOG_INFO("slice {}: job {}: worker {} stopped for generation {}, holding {} checkpoint step(s)",
                 options_.slice, it->first, it->second.worker, it->second.generation, it->second.steps.size());
     reports_.erase(it);
@@ -732,6 +784,7 @@ bool Coordinator::FlushProposals() {
         EtcdDown(result.status());
         return false;  // Kept: retried when etcd answers (an unknown outcome re-reads first).
       }
+      NoteRevision(result->revision);
       if (result->succeeded) {
         SPDLOG_INFO("slice {}: job {}: generation {} ({}): {}", options_.slice, job, next->commit.generation,
                     GangPhaseName(next->commit.phase), next->commit.reason);
@@ -829,7 +882,13 @@ void Coordinator::Lead() {
   std::vector<std::pair<std::string, GangState>> gangs;
   {
     std::lock_guard<std::mutex> lock(view_mu_);
-    if (!leader_ || *leader_ != options_.worker_id || leader_lease_ != lease_.id) return;
+    if (!leader_ || *leader_ != options_.worker_id || leader_lease_ != lease_.id) {
+      absent_since_.clear();  // A later term counts absences afresh.
+      return;
+    }
+    // Workers that disagree on the slice's shape are never one gang: nothing
+    // is decided until they agree (every worker shows why).
+    if (!ConfigConflict(options_.worker_id, options_.num_workers, members_).empty()) return;
     for (const auto& [worker, member] : members_) members.insert(worker);
     for (const auto& [job, gang] : gangs_) {
       if (gang.record) gangs.emplace_back(job, gang);

@@ -188,6 +188,7 @@ class Coordinator final : public GangLink {
   void EtcdUp();
   void ResumePendingProposals();
   bool AbsentForGood(int worker);
+  void NoteRevision(std::int64_t revision);
   void PersistLease() const;
   std::optional<std::int64_t> LoadLease() const;
   std::int64_t NowUnixMs() const;
@@ -202,6 +203,7 @@ class Coordinator final : public GangLink {
   // The leader's: since when each worker's member key has been missing
   // while etcd answered (coordinator thread only).
   std::map<int, std::chrono::steady_clock::time_point> absent_since_;
+  std::int64_t max_revision_ = 0;  // The highest etcd revision seen (coordinator thread only).
 
   // Inputs from other threads.
   std::mutex inputs_mu_;

@@ -25,6 +25,7 @@ GenerationRecord Next(const std::optional<GenerationRecord>& current, GangPhase 
     next.last_cause = current->cause ? current->cause : current->last_cause;
     next.started_unix_ms = current->started_unix_ms;
     next.restart = current->restart;
+    next.person_generation = current->person_generation;
   }
   ++next.commit.generation;
   next.commit.phase = phase;
@@ -68,11 +69,13 @@ std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationReco
       if (current->commit.phase != GangPhase::kStarting) return std::nullopt;
       GenerationRecord next = Next(current, GangPhase::kStopping, proposal.reason, now_unix_ms);
       next.cause.reset();
+      next.last_cause.reset();  // Not back to back any more, as for a lone job after a preemption.
       next.counted = false;
       return next;
     }
     case GangProposal::Intent::kStop: {
-      if (!active) return std::nullopt;
+      // Moot when a person started the gang again after the proposer's generation.
+      if (!active || current->person_generation > proposal.base_generation) return std::nullopt;
       GenerationRecord next = Next(current, GangPhase::kStopped, proposal.reason, now_unix_ms);
       next.restart = proposal.restart;
       return next;
@@ -87,6 +90,7 @@ std::optional<GenerationRecord> ApplyProposal(const std::optional<GenerationReco
         next.last_cause.reset();
         next.started_unix_ms = 0;
         next.restart = proposal.restart;
+        next.person_generation = next.commit.generation;
         return next;
       }
       break;
@@ -117,6 +121,7 @@ std::optional<GenerationRecord> LoseWorker(const GenerationRecord& current, int 
       Next(current, GangPhase::kStopping, absl::StrCat("worker ", worker, " lost (its tpud's lease expired)"),
            now_unix_ms);
   next.cause.reset();
+  next.last_cause.reset();  // Not back to back any more, as for a lone job after a preemption.
   next.counted = false;
   return next;
 }

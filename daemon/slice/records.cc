@@ -118,7 +118,8 @@ std::string EncodeGeneration(const GenerationRecord& record) {
             {"restart", RestartJson(record.restart)},
             {"started_unix_ms", record.started_unix_ms},
             {"stopping_unix_ms", record.stopping_unix_ms},
-            {"slice_reset_started", record.slice_reset_started}};
+            {"slice_reset_started", record.slice_reset_started},
+            {"person_generation", record.person_generation}};
   if (commit.step) j["step"] = *commit.step;
   if (commit.reset_class) j["reset_class"] = FailureClassName(*commit.reset_class);
   if (record.cause) j["cause"] = CauseJson(*record.cause);
@@ -144,6 +145,7 @@ absl::StatusOr<GenerationRecord> DecodeGeneration(const std::string& text) {
     record.started_unix_ms = j.value("started_unix_ms", std::int64_t{0});
     record.stopping_unix_ms = j.value("stopping_unix_ms", std::int64_t{0});
     record.slice_reset_started = j.value("slice_reset_started", false);
+    record.person_generation = j.value("person_generation", std::int64_t{0});
     if (j.contains("cause")) record.cause = CauseFrom(j.at("cause"));
     if (j.contains("last_cause")) record.last_cause = CauseFrom(j.at("last_cause"));
     return record;

@@ -99,6 +99,9 @@ struct GenerationRecord {
   std::int64_t started_unix_ms = 0;     // When the generation's phase last became kStarting (reset_after).
   std::int64_t stopping_unix_ms = 0;    // When it became kStopping.
   bool slice_reset_started = false;     // The leader began the slice reset of this generation.
+  // The generation a person's start or restart last began: a stop proposed
+  // from an older generation (one a restarted tpud sends again) is moot.
+  std::int64_t person_generation = 0;
   bool operator==(const GenerationRecord&) const = default;
 };
 

@@ -96,8 +96,13 @@ void Job::Resume(std::unique_ptr<Attempt> adopted, int adopted_attempt) {
                 std::max(machine_.attempt, adopted_attempt), attempt_->pid());
     resumed.start_left = Seconds(spec_.start_seconds) - (now - attempt_started_);
     resumed.rung_due_in = Seconds(restored_next_rung_.value_or(now) - now);
-  } else if (restored_backoff_until_) {
-    resumed.backoff_left = std::max(Seconds(0), Seconds(*restored_backoff_until_ - now));
+  } else {
+    // No attempt survived (it ended while tpud was down): clear a record of
+    // it a previous tpud could not, or another tpud would wait on it.
+    if (spec_.gang && deps_.gang != nullptr) deps_.gang->AttemptChanged(spec_.name, machine_.attempt, 0, machine_.generation);
+    if (restored_backoff_until_) {
+      resumed.backoff_left = std::max(Seconds(0), Seconds(*restored_backoff_until_ - now));
+    }
   }
   restored_backoff_until_.reset();
   restored_next_rung_.reset();

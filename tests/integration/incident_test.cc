@@ -139,7 +139,7 @@ TEST_CASE("Incident bundles: a removed job's bundles are kept aside, and a new j
 
 namespace tpud::testing {
 
-TEST_CASE("Incident bundles: a member reads its own job's bundle, never root's; bundles are root's on disk",
+TEST_CASE("Incident bundles: a member reads its own job's bundle, never root's, and bundles are root's on disk",
           "[integration][incident]") {
   if (!CanRunAsNobody()) return;
   TempDir dir;

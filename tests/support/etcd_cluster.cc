@@ -217,6 +217,14 @@ void EtcdCluster::Restart(int member) {
   WaitHealthy(member);
 }
 
+void EtcdCluster::Wipe(int member) {
+  if (running(member)) Kill(member);
+  std::error_code ec;
+  std::filesystem::remove_all(members_.at(member).data_dir, ec);
+  Launch(members_.at(member));
+  WaitHealthy(member);
+}
+
 void EtcdCluster::WaitHealthy(int member, std::chrono::milliseconds timeout) {
   auto client = ClientFor(endpoint(member));
   const auto give_up = std::chrono::steady_clock::now() + timeout;

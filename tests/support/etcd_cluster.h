@@ -55,6 +55,9 @@ class EtcdCluster {
   // Starts a killed or terminated member again with its data dir and ports;
   // waits until it serves a linearizable read.
   void Restart(int member);
+  // A one-member cluster loses everything: SIGKILL, its data dir removed,
+  // started again empty (revision 1, no keys, no leases) on the same port.
+  void Wipe(int member);
 
   // The index of the member that leads now, by Maintenance.Status of the
   // running members; waits up to 10 s for one to lead.

@@ -148,7 +148,7 @@ TEST_CASE("Bundle: the kernel log is captured for root's jobs, or for anyone's w
   CHECK_THAT(dir.Read("incidents/digits/3/dmesg.txt"), Catch::Matchers::Contains("accel0 fatal error"));
 }
 
-TEST_CASE("Bundle: the owner a bundle was captured for is read back; a bundle without one is root's", "[bundle]") {
+TEST_CASE("Bundle: the owner a bundle was captured for is read back, and a bundle without one is root's", "[bundle]") {
   TempDir dir;
   CaptureRequest request = ExitRequest(dir, 1);
   request.owner_uid = 1000;

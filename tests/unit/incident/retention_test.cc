@@ -25,7 +25,7 @@ std::vector<std::string> Chosen(const std::vector<StoredBundle>& bundles, const 
   return dirs;
 }
 
-TEST_CASE("Retention: over max_bytes, a removed job's bundles go first, then the oldest; the new one stays",
+TEST_CASE("Retention: over max_bytes, a removed job's bundles go first, then the oldest, and the new one stays",
           "[bundle]") {
   const std::vector<StoredBundle> bundles = {
       At("d/train/1", false, 50, 400), At("d/train/2", false, 10, 400), At("d/old.removed-1/1", true, 5, 300),

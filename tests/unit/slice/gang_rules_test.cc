@@ -442,4 +442,35 @@ TEST_CASE("Attempt records: what fences a worker id travels through etcd intact"
   CHECK(keys.GangKeyOf(keys.attempt("train", 1)) == std::make_pair(std::string("train"), std::string("attempts/1")));
 }
 
+TEST_CASE("Gang proposals: a stop sent again after a person's later start is moot, and a lost worker breaks a repeat",
+          "[slice]") {
+  GangProposal start;
+  start.intent = GangProposal::Intent::kStart;
+  start.base_generation = 4;
+  start.worker = 0;
+  start.reason = "started by tpuctl";
+  GenerationRecord stopped;
+  stopped.commit.generation = 4;
+  stopped.commit.phase = GangPhase::kStopped;
+  const std::optional<GenerationRecord> started = ApplyProposal(stopped, start, 1000);
+  REQUIRE(started);
+  CHECK(started->person_generation == 5);
+  GangProposal old_stop = start;
+  old_stop.intent = GangProposal::Intent::kStop;
+  old_stop.base_generation = 3;  // Made before the start, replayed after it.
+  CHECK_FALSE(ApplyProposal(started, old_stop, 1000).has_value());
+  GangProposal new_stop = old_stop;
+  new_stop.base_generation = 5;
+  CHECK(ApplyProposal(started, new_stop, 1000).has_value());
+  CHECK(DecodeGeneration(EncodeGeneration(*started))->person_generation == 5);
+
+  GenerationRecord running;
+  running.commit.generation = 7;
+  running.commit.phase = GangPhase::kStarting;
+  running.cause = GangCause{0, FailureClass::kCrash, RecoveryAction::kRestart, "builtin:crash", 45, true};
+  const std::optional<GenerationRecord> lost = LoseWorker(running, 1, 1000);
+  REQUIRE(lost);
+  CHECK_FALSE(lost->last_cause.has_value());  // A crash at 45 after this is not "the same failure twice".
+}
+
 }  // namespace tpud::slice
