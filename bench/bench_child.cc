@@ -12,6 +12,10 @@
 //   bench_child ignore-term FILE
 //       Ignores SIGTERM (and SIGINT), appends "ready <ns>" to FILE, sleeps
 //       until SIGKILL: the job a stop ladder has to escalate past.
+//   bench_child floor FILE N
+//       Runs `bench_child restart FILE` N times, one after the other, each by
+//       posix_spawn(3) (vfork and exec) and waitpid(2): the same restart
+//       latency with no supervisor, the floor tpud's figure is set beside.
 //   bench_child flood BYTES
 //       Writes BYTES of 100-byte lines ("x..x\n") to stdout in 65,500-byte
 //       writes (655 lines each), then exits 0.
@@ -20,6 +24,8 @@
 // complete flood, 2 for bad usage or a failed write.
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,9 +61,22 @@ void SleepMillis(long millis) {
   }
 }
 
+int Floor(const char* self, char* file, long runs) {
+  char restart[] = "restart";
+  char* args[] = {const_cast<char*>(self), restart, file, nullptr};
+  for (long i = 0; i < runs; ++i) {
+    pid_t pid = 0;
+    if (posix_spawn(&pid, self, nullptr, nullptr, args, environ) != 0) return 2;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  return 0;
+}
+
 int Usage() {
   std::fprintf(stderr,
-               "usage: bench_child restart FILE [LIFETIME_MS] | quiet | ignore-term FILE | "
+               "usage: bench_child restart FILE [LIFETIME_MS] | floor FILE N | quiet | ignore-term FILE | "
                "flood BYTES\n");
   return 2;
 }
@@ -105,5 +124,6 @@ int main(int argc, char** argv) {
     while (true) ::pause();
   }
   if (mode == "flood" && argc == 3) return Flood(std::atoll(argv[2]));
+  if (mode == "floor" && argc == 4) return Floor(argv[0], argv[2], std::atol(argv[3]));
   return Usage();
 }

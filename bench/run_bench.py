@@ -136,6 +136,17 @@ def bench_restart_tpud(bins, tmp, restarts, launcher):
         latencies = read_restart_records(record)[:restarts]
     suffix = "" if launcher == "shim" else "_" + launcher
     emit_latencies(f"restart_latency_tpud{suffix}", latencies)
+    return percentile(latencies, 0.5)
+
+
+def bench_restart_floor(bins, tmp, restarts):
+    """The same restart latency with no supervisor: vfork+exec+wait in a loop."""
+    with Scratch(tmp, "restart-floor") as root:
+        record = os.path.join(root, "restarts.txt")
+        subprocess.run([bins.child, "floor", record, str(restarts + 1)], check=True)
+        latencies = read_restart_records(record)[:restarts]
+    emit_latencies("restart_latency_floor", latencies)
+    return percentile(latencies, 0.5)
 
 
 def bench_restart_supervisord(bins, tmp, restarts):
@@ -442,8 +453,11 @@ def main():
     try:
         supervisord_restarts = None
         if "restart" in only:
-            bench_restart_tpud(bins, tmp, restarts, "shim")
-            bench_restart_tpud(bins, tmp, restarts, "local")
+            floor = bench_restart_floor(bins, tmp, restarts)
+            for launcher in ("shim", "local"):
+                p50 = bench_restart_tpud(bins, tmp, restarts, launcher)
+                suffix = "" if launcher == "shim" else "_" + launcher
+                emit(f"restart_latency_tpud{suffix}_over_floor", p50 / floor, "x (p50 / bare vfork+exec+wait p50)")
             # supervisord needs about a second per restart (its poll tick): it runs
             # alongside the sections that measure CPU counters, not latency.
             supervisord_restarts = threading.Thread(
