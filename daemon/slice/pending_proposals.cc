@@ -80,7 +80,12 @@ absl::StatusOr<std::vector<PendingProposal>> PendingProposals::Load() {
   text << in.rdbuf();
   absl::StatusOr<std::vector<PendingProposal>> decoded = DecodePendingProposals(text.str());
   if (!decoded.ok()) {
-    return absl::DataLossError(absl::StrCat(path_.string(), ": ", decoded.status().message()));
+    // Kept aside for a person, never overwritten by the next stop.
+    const fs::path aside = path_.string() + ".damaged";
+    std::error_code ec;
+    fs::rename(path_, aside, ec);
+    return absl::DataLossError(absl::StrCat(path_.string(), ": ", decoded.status().message(), "; kept as ",
+                                            ec ? path_.string() : aside.string()));
   }
   kept_ = *std::move(decoded);
   return kept_;

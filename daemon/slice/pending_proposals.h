@@ -26,7 +26,8 @@ class PendingProposals {
   static bool MustKeep(const GangProposal& proposal);
 
   // The proposals a previous tpud left; a file that cannot be read or
-  // parsed is an error naming it (nothing is dropped silently).
+  // parsed is an error naming it (nothing is dropped silently), and one
+  // that cannot be parsed is moved to PATH.damaged, out of the next Add's way.
   absl::StatusOr<std::vector<PendingProposal>> Load();
   // Keeps `proposal` (when MustKeep). Errors: the file could not be written.
   absl::Status Add(const std::string& job, const GangProposal& proposal);

@@ -49,6 +49,11 @@ TEST_CASE("Pending proposals: a damaged file is an error that names it", "[slice
   absl::StatusOr<std::vector<PendingProposal>> loaded = kept.Load();
   REQUIRE_FALSE(loaded.ok());
   CHECK_THAT(std::string(loaded.status().message()), Catch::Matchers::Contains("slice-proposals.json"));
+  CHECK(dir.Read("slice-proposals.json.damaged") == "[{\"job\": ");  // Kept for a person.
+  GangProposal stop;
+  stop.intent = GangProposal::Intent::kStop;
+  REQUIRE(kept.Add("train", stop).ok());
+  CHECK(dir.Read("slice-proposals.json.damaged") == "[{\"job\": ");
 }
 
 }  // namespace
