@@ -1,5 +1,7 @@
 #include "daemon/core/errno_status.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -17,6 +19,16 @@ absl::Status ErrnoStatus(int err, absl::string_view message) {
   if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(text);
   if (err == ENOENT) return absl::NotFoundError(text);
   return absl::InternalError(text);
+}
+
+absl::Status WriteAll(int fd, std::string_view content, const std::filesystem::path& path) {
+  while (!content.empty()) {
+    const ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, absl::StrCat(path.string(), ": write"));
+    content.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tpud

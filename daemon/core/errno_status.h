@@ -8,6 +8,9 @@
 
 #include "absl/strings/string_view.h"
 
+#include <filesystem>
+#include <string_view>
+
 #include "absl/status/status.h"
 
 namespace tpud {
@@ -22,5 +25,10 @@ bool IsTransientErrno(int err);
 // and EPERM, NotFound for ENOENT, else Internal. std::strerror(err) is
 // appended after ": ".
 absl::Status ErrnoStatus(int err, absl::string_view message);
+
+// Writes all of `content` to `fd`, through short writes and EINTR. Errors:
+// ErrnoStatus of the failed write(2), the message naming `path`
+// ("PATH: write: No space left on device").
+absl::Status WriteAll(int fd, std::string_view content, const std::filesystem::path& path);
 
 }  // namespace tpud

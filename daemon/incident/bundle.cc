@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "daemon/core/errno_status.h"
 #include "daemon/process/process_tree.h"
 #include "daemon/tpu/command_runner.h"
 
@@ -78,13 +79,7 @@ void WriteFile(const fs::path& dir, const std::string& name, const std::string& 
   const fs::path path = dir / name;
   MakePrivateDirs(dir, path.parent_path());
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  bool ok = fd >= 0;
-  for (std::size_t done = 0; ok && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<std::size_t>(n);
-  }
+  bool ok = fd >= 0 && WriteAll(fd, text, path).ok();
   if (fd >= 0 && ::close(fd) != 0) ok = false;
   if (!ok) notes->push_back(absl::StrCat(name, ": could not be written to ", path.string()));
 }

@@ -140,6 +140,12 @@ void Coordinator::AttemptChanged(const std::string& job, int attempt, int pid, s
   Enqueue(std::move(input));
 }
 
+// This tpud or one of its restarts: the same host and state_dir (a restart
+// keeps both, and its attempts with them).
+bool Coordinator::IsThisTpud(const std::string& host, const std::string& state_dir) const {
+  return host == options_.host && state_dir == options_.state_dir.string();
+}
+
 std::string Coordinator::AttemptHeldElsewhere(const std::string& job) const {
   std::lock_guard<std::mutex> lock(view_mu_);
   const auto gang = gangs_.find(job);
@@ -147,7 +153,7 @@ std::string Coordinator::AttemptHeldElsewhere(const std::string& job) const {
   const auto held = gang->second.attempts.find(options_.worker_id);
   if (held == gang->second.attempts.end()) return "";
   const AttemptRecord& r = held->second;
-  if (r.host == options_.host && r.state_dir == options_.state_dir.string()) return "";  // Ours (a restart).
+  if (IsThisTpud(r.host, r.state_dir)) return "";  // Ours (a restart).
   return absl::StrCat("worker ", options_.worker_id, "'s attempt ", r.attempt, " (pid ", r.pid,
                       ") is recorded as running under the tpud on ", r.host, " (state_dir ", r.state_dir,
                       "): it must end first. Start tpud there (not a member, it stops the attempt), or if that "
@@ -348,8 +354,7 @@ bool Coordinator::ClaimMember() {
     // A predecessor is this tpud's earlier run: same host and same
     // state_dir (which holds its attempts). Another tpud configured with
     // the same worker id waits for the key's lease to expire instead.
-    const bool predecessor = holder.ok() && holder->host == options_.host &&
-                             holder->state_dir == options_.state_dir.string();
+    const bool predecessor = holder.ok() && IsThisTpud(holder->host, holder->state_dir);
     const bool ours = held.lease == lease_.id ||
                       (predecessor &&
                        (holder->pid == getpid() || (kill(static_cast<pid_t>(holder->pid), 0) != 0 && errno == ESRCH)));
@@ -694,7 +699,7 @@ bool Coordinator::FlushAttempts() {
     std::int64_t mod_revision = 0;
     if (!held->kvs.empty()) {
       absl::StatusOr<AttemptRecord> other = DecodeAttempt(held->kvs[0].value);
-      const bool ours = other.ok() && other->host == options_.host && other->state_dir == options_.state_dir.string();
+      const bool ours = other.ok() && IsThisTpud(other->host, other->state_dir);
       if (!ours) {
         SPDLOG_ERROR("slice {}: job {}: {} holds another tpud's attempt of worker {} ({}); this tpud's is not "
                      "recorded",

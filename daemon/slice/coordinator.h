@@ -188,6 +188,7 @@ class Coordinator final : public GangLink {
   void EtcdUp();
   void ResumePendingProposals();
   bool AbsentForGood(int worker);
+  bool IsThisTpud(const std::string& host, const std::string& state_dir) const;
   void NoteRevision(std::int64_t revision);
   void PersistLease() const;
   std::optional<std::int64_t> LoadLease() const;

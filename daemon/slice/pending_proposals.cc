@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/core/errno_status.h"
 
 namespace tpud::slice {
 namespace fs = std::filesystem;
@@ -30,16 +31,10 @@ absl::Status WriteDurably(const fs::path& path, const std::string& content) {
   const fs::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return WriteError(tmp, "open", errno);
-  for (std::size_t done = 0; done < content.size();) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return WriteError(tmp, "write", err);
-    }
-    done += static_cast<std::size_t>(n);
+  if (absl::Status written = WriteAll(fd, content, tmp); !written.ok()) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return written;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;

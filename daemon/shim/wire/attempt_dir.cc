@@ -27,16 +27,6 @@ absl::Status ErrnoError(const fs::path& path, const char* step, int err) {
   return ErrnoStatus(err, absl::StrCat(path.string(), ": ", step));
 }
 
-absl::Status WriteAll(int fd, std::string_view content, const fs::path& path) {
-  while (!content.empty()) {
-    const ssize_t n = ::write(fd, content.data(), content.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(path, "write", errno);
-    content.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<json> ParseJsonObject(std::string_view text, const std::string& source) {
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));

@@ -396,13 +396,7 @@ TEST_CASE("Slice shape: members that disagree on num_workers, or hold an id outs
 
 TEST_CASE("Gang proposals: when etcd lost the gang's record, a proposal goes on from the proposer's generation",
           "[slice]") {
-  GangProposal crash;
-  crash.intent = GangProposal::Intent::kRestart;
-  crash.base_generation = 5;
-  crash.worker = 0;
-  crash.reason = "worker 0: crash: exit code 1";
-  crash.failure = Classification{};
-  crash.counted = true;
+  const GangProposal crash = Failure(5, 0, FailureClass::kCrash, RecoveryAction::kRestart);
   // Wiped: no record. Without the basis the failure would be moot for good.
   CHECK_FALSE(ApplyProposal(std::nullopt, crash, 1000).has_value());
   const std::optional<GenerationRecord> basis = ProposalBasis(std::nullopt, crash);
@@ -415,17 +409,14 @@ TEST_CASE("Gang proposals: when etcd lost the gang's record, a proposal goes on 
   CHECK(next->commit.phase == GangPhase::kStopping);
 
   // Restored from an older snapshot: generation 2 there.
-  GenerationRecord old;
-  old.commit.generation = 2;
-  old.commit.phase = GangPhase::kStarting;
+  GenerationRecord old = Record(2, GangPhase::kStarting);
   CHECK(ProposalBasis(old, crash)->commit.generation == 5);
   // A person's stop reaches a gang etcd forgot; a start of a stopped one too.
-  GangProposal stop = crash;
-  stop.intent = GangProposal::Intent::kStop;
-  stop.failure.reset();
+  GangProposal stop = Person(GangProposal::Intent::kStop);
+  stop.base_generation = 5;
   CHECK(ApplyProposal(ProposalBasis(std::nullopt, stop), stop, 1000)->commit.phase == GangPhase::kStopped);
-  GangProposal start = stop;
-  start.intent = GangProposal::Intent::kStart;
+  GangProposal start = Person(GangProposal::Intent::kStart);
+  start.base_generation = 5;
   CHECK(ApplyProposal(ProposalBasis(std::nullopt, start), start, 1000)->commit.generation == 6);
   // etcd up to date: nothing changes.
   old.commit.generation = 5;
@@ -444,19 +435,12 @@ TEST_CASE("Attempt records: what fences a worker id travels through etcd intact"
 
 TEST_CASE("Gang proposals: a stop sent again after a person's later start is moot, and a lost worker breaks a repeat",
           "[slice]") {
-  GangProposal start;
-  start.intent = GangProposal::Intent::kStart;
+  GangProposal start = Person(GangProposal::Intent::kStart);
   start.base_generation = 4;
-  start.worker = 0;
-  start.reason = "started by tpuctl";
-  GenerationRecord stopped;
-  stopped.commit.generation = 4;
-  stopped.commit.phase = GangPhase::kStopped;
-  const std::optional<GenerationRecord> started = ApplyProposal(stopped, start, 1000);
+  const std::optional<GenerationRecord> started = ApplyProposal(Record(4, GangPhase::kStopped), start, 1000);
   REQUIRE(started);
   CHECK(started->person_generation == 5);
-  GangProposal old_stop = start;
-  old_stop.intent = GangProposal::Intent::kStop;
+  GangProposal old_stop = Person(GangProposal::Intent::kStop);
   old_stop.base_generation = 3;  // Made before the start, replayed after it.
   CHECK_FALSE(ApplyProposal(started, old_stop, 1000).has_value());
   GangProposal new_stop = old_stop;
@@ -464,9 +448,7 @@ TEST_CASE("Gang proposals: a stop sent again after a person's later start is moo
   CHECK(ApplyProposal(started, new_stop, 1000).has_value());
   CHECK(DecodeGeneration(EncodeGeneration(*started))->person_generation == 5);
 
-  GenerationRecord running;
-  running.commit.generation = 7;
-  running.commit.phase = GangPhase::kStarting;
+  GenerationRecord running = Record(7, GangPhase::kStarting);
   running.cause = GangCause{0, FailureClass::kCrash, RecoveryAction::kRestart, "builtin:crash", 45, true};
   const std::optional<GenerationRecord> lost = LoseWorker(running, 1, 1000);
   REQUIRE(lost);
