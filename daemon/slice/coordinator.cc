@@ -444,6 +444,10 @@ bool Coordinator::Load() {
     for (auto& [job, gang] : gangs_) {
       std::erase_if(gang.attempts, [&, &job = job](const auto& a) { return recorded.count({job, a.first}) == 0; });
     }
+    // Our member key deleted before this read (an old lease's revocation
+    // after an etcd pause, a wipe): no watch event will say so, so claim it
+    // again on the next pass instead of staying "joined" without a key.
+    if (members_.count(options_.worker_id) == 0) member_written_ = false;
   }
   etcd::WatchOptions watch;
   watch.key = keys_.root;
