@@ -458,15 +458,17 @@ TEST_CASE("slice: after etcd loses its data, a failure still restarts the gang a
 }
 
 TEST_CASE("slice: pausing etcd past every lease leaves a healthy gang alone", "[slice][integration]") {
-  Slice slice(3);
+  // 5 s leases: a rejoin after the pause must fit in one lease even under a
+  // sanitizer on a loaded CI machine (3 s did not, there).
+  Slice slice(3, 1, 0, "", nullptr, /*lease_seconds=*/5);
   REQUIRE(slice.WaitAllRunning(1));
   for (int round = 0; round < 2; ++round) {
     // Every lease runs out during the pause; etcd revokes them all the
     // moment it resumes, before any keepalive gets through.
     slice.etcd().Pause(0);
-    std::this_thread::sleep_for(std::chrono::seconds(5));
+    std::this_thread::sleep_for(std::chrono::seconds(8));
     slice.etcd().Resume(0);
-    std::this_thread::sleep_for(std::chrono::seconds(6));  // Two leases' worth for a wrong verdict to show.
+    std::this_thread::sleep_for(std::chrono::seconds(10));  // Two leases' worth for a wrong verdict to show.
   }
   for (const json& s : slice.Statuses()) {
     INFO(s.dump());
