@@ -307,10 +307,12 @@ bool Coordinator::EnsureSession() {
     // resumed at the old revision would deliver nothing.
     watcher_.reset();
     absl::StatusOr<std::unique_ptr<etcd::LeaseKeepAlive>> keepalive =
-        etcd_.KeepAlive(lease_, [this](std::int64_t, const absl::Status& why) {
+        etcd_.KeepAlive(lease_, [this](std::int64_t lease, const absl::Status& why) {
           SPDLOG_WARN("slice {}: worker {} lost its lease: {}; joining again", options_.slice, options_.worker_id,
                       std::string(why.message()));
-          Enqueue(Input(Input::kLeaseLost));
+          Input input(Input::kLeaseLost);
+          input.source = lease;
+          Enqueue(std::move(input));
         });
     if (!keepalive.ok()) {
       EtcdDown(keepalive.status());
@@ -453,8 +455,10 @@ bool Coordinator::Load() {
   watch.key = keys_.root;
   watch.prefix = true;
   watch.start_revision = all->revision + 1;
-  absl::StatusOr<std::unique_ptr<etcd::Watcher>> watcher = etcd_.Watch(watch, [this](const etcd::WatchUpdate& u) {
+  const std::int64_t epoch = ++watch_epoch_;
+  absl::StatusOr<std::unique_ptr<etcd::Watcher>> watcher = etcd_.Watch(watch, [this, epoch](const etcd::WatchUpdate& u) {
     Input input(Input::kWatch);
+    input.source = epoch;
     input.update = u;
     Enqueue(std::move(input));
   });
@@ -517,10 +521,15 @@ void Coordinator::Drain(std::deque<Input>& inputs) {
         Latest(events_, events_written_, input.job, std::move(input.events));
         break;
       case Input::kLeaseLost:
+        if (input.source != lease_.id) break;  // An earlier lease's: this one is kept alive.
         if (keepalive_) keepalive_->Stop();
         absent_since_.clear();
         break;
       case Input::kWatch: {
+        // An earlier watch's update, queued before the Load that replaced
+        // it: that Load read past it (a lease revocation's delete applied
+        // now would drop a member that claimed its key again).
+        if (input.source != watch_epoch_ || !watcher_) break;
         const etcd::WatchUpdate& u = input.update;
         if (u.kind != etcd::WatchUpdate::kEvents) {
           SPDLOG_WARN("slice {}: watch ended ({}); reading the slice again", options_.slice,

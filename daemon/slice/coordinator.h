@@ -158,6 +158,10 @@ class Coordinator final : public GangLink {
     WorkerEvents events;
     etcd::WatchUpdate update;
     std::optional<AttemptRecord> attempt;  // kAttempt: nullopt when it ended.
+    // kWatch: the Load whose watch sent it; kLeaseLost: the lease. An input
+    // from an earlier watch or lease, still queued when a new session began,
+    // is dropped: a stale delete would undo what the new Load read.
+    std::int64_t source = 0;
   };
 
   void Enqueue(Input input);
@@ -204,6 +208,7 @@ class Coordinator final : public GangLink {
   // The leader's: since when each worker's member key has been missing
   // while etcd answered (coordinator thread only).
   std::map<int, std::chrono::steady_clock::time_point> absent_since_;
+  std::int64_t watch_epoch_ = 0;   // Counts Loads; a watch's updates carry its Load's (coordinator thread only).
   std::int64_t max_revision_ = 0;  // The highest etcd revision seen (coordinator thread only).
 
   // Inputs from other threads.

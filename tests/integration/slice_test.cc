@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kTrainer = std::string(TPUD_SOURCE_DIR) + "/tests/data/gang_trainer.py";
+
+// The slice's lines of a tpud's log (what a failed test needs to show).
+std::string SliceLines(const std::string& log) {
+  std::string out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("slice ") != std::string::npos || line.find("etcd") != std::string::npos) out += line + "\n";
+  }
+  return out;
+}
 
 // One gang job on `workers` tpuds.
 class Slice {
@@ -470,11 +481,14 @@ TEST_CASE("slice: pausing etcd past every lease leaves a healthy gang alone", "[
     slice.etcd().Resume(0);
     std::this_thread::sleep_for(std::chrono::seconds(10));  // Two leases' worth for a wrong verdict to show.
   }
+  int w = 0;
   for (const json& s : slice.Statuses()) {
     INFO(s.dump());
+    INFO("worker " << w << "'s tpud logged:\n" << SliceLines(slice[w].StderrText()));
     CHECK(s["state"] == "running");
     CHECK(s["attempt"] == 1);
     CHECK(s["gang"]["generation"] == 1);
+    ++w;
   }
 }
 
