@@ -42,6 +42,12 @@ class AttemptObserver {
   // descendant) was killed and is gone, and all of its output has been
   // delivered. Called exactly once.
   virtual void OnExit(const ExitStatus& status) = 0;
+  // For an Attempt that was starting() when Launch returned: called once,
+  // when its trainer runs (OK: pid() is now its pid, and output and the exit
+  // follow) or could not be started (the error, with the codes Launch
+  // documents; nothing else is called after it). Never for an Attempt that
+  // was not starting().
+  virtual void OnStarted(const absl::Status& status) {}
 };
 
 // A launched attempt. Destroying it detaches from the process (it keeps
@@ -50,10 +56,16 @@ class AttemptObserver {
 class Attempt {
  public:
   virtual ~Attempt() = default;
-  // The main process's pid; also its process group id.
+  // The main process's pid; also its process group id. 0 while starting().
   virtual int pid() const = 0;
+  // True while the launcher waits for the trainer to start (its start is
+  // reported by AttemptObserver::OnStarted, on the loop): Launch did not
+  // block on it. False from the start for a launcher that knows the pid at
+  // once.
+  virtual bool starting() const { return false; }
   // Sends `signal` to the attempt's whole process group. A group that is
-  // already gone is not an error.
+  // already gone is not an error. While starting(), the signal is kept and
+  // sent the moment the trainer runs (dropped if it never does).
   virtual absl::Status SignalGroup(int signal) = 0;
 };
 
@@ -61,7 +73,8 @@ class Launcher {
  public:
   virtual ~Launcher() = default;
   // Starts `spec.argv` in a new process group with stdout and stderr captured
-  // to spec.log_path. Errors: NotFound (no such executable or working_dir),
+  // to spec.log_path, or begins to (the returned Attempt is starting(), and
+  // the same errors may then arrive later through OnStarted). Errors: NotFound (no such executable or working_dir),
   // PermissionDenied, Unavailable (a transient shortage: EAGAIN, ENOMEM,
   // EMFILE, ENFILE, ENOSPC; the caller retries later), Internal; the message
   // says which ("spawn \"/usr/bin/nope\": No such file or directory").

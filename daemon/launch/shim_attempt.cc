@@ -4,11 +4,15 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <array>
 #include <cerrno>
+#include <vector>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -251,6 +255,169 @@ class ShimSession : public std::enable_shared_from_this<ShimSession> {
   bool ending_ = false;
 };
 
+void ReapChildLater(asio::io_context& io, int pid) {
+  struct Reaper : std::enable_shared_from_this<Reaper> {
+    Reaper(asio::io_context& io, int pid) : timer(io), pid(pid) {}
+    void Poll() {
+      if (::waitpid(pid, nullptr, WNOHANG) != 0 || ++polls > 100) return;
+      timer.expires_after(std::chrono::milliseconds(100));
+      timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->Poll();
+      });
+    }
+    asio::steady_timer timer;
+    int pid;
+    int polls = 0;
+  };
+  std::make_shared<Reaper>(io, pid)->Poll();
+}
+
+// Reads a starting shim's report on the loop (never blocking it), then
+// attaches a ShimSession to the shim, or reports why there is none.
+class ShimStart : public std::enable_shared_from_this<ShimStart> {
+ public:
+  ShimStart(asio::io_context& io, fs::path dir, fs::path cgroup, int first_shim_pid, int report_fd,
+            AttemptObserver* observer)
+      : io_(io),
+        dir_(std::move(dir)),
+        cgroup_(std::move(cgroup)),
+        first_shim_pid_(first_shim_pid),
+        report_(io, report_fd),
+        timer_(io),
+        observer_(observer) {}
+
+  void Begin(std::chrono::milliseconds timeout) {
+    timeout_ = timeout;
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->OnTimeout();
+    });
+    Read();
+  }
+
+  bool finished() const { return finished_; }
+  const std::shared_ptr<ShimSession>& session() const { return session_; }
+
+  // Kept until the trainer runs: a stop during the start is not lost.
+  void Signal(int signal) {
+    if (session_) return session_->Signal(signal);
+    if (!finished_) pending_signals_.push_back(signal);
+  }
+
+  // No callback afterwards. The shim goes on; a later tpud finds the
+  // attempt directory and re-attaches (or cleans up).
+  void Detach() {
+    observer_ = nullptr;
+    timer_.cancel();
+    boost::system::error_code ec;
+    report_.close(ec);
+    if (!finished_) ReapFirstShimLater();
+    if (session_) session_->Detach();
+  }
+
+ private:
+  static constexpr std::size_t kMaxReportBytes = 64 * 1024;
+
+  void Read() {
+    report_.async_read_some(asio::buffer(buffer_), [self = shared_from_this()](const boost::system::error_code& ec,
+                                                                              std::size_t n) {
+      if (ec == asio::error::operation_aborted || self->finished_) return;
+      if (!ec) {
+        if (self->text_.size() < kMaxReportBytes) self->text_.append(self->buffer_.data(), n);
+        return self->Read();
+      }
+      self->OnReport();  // End of file (or a read error): the shim has said all it will.
+    });
+  }
+
+  void OnTimeout() {
+    if (finished_) return;
+    if (first_shim_pid_ > 0) ::kill(first_shim_pid_, SIGKILL);  // A first shim process that hangs must not linger.
+    Finish(absl::DeadlineExceededError(
+        absl::StrCat("tpud-shim: no report within ", timeout_.count(), " ms; so far: ", text_)));
+  }
+
+  void OnReport() {
+    // The first shim process exits right after forking the real one, before
+    // the report's end of file: this does not wait.
+    if (first_shim_pid_ > 0) ::waitpid(first_shim_pid_, nullptr, 0);
+    first_shim_reaped_ = true;
+    absl::StatusOr<shim::ShimReady> ready = shim::ParseReadyReport(text_);
+    if (!ready.ok()) {
+      // A spawn error leaves nothing running.
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+      if (!cgroup_.empty()) (void)RemoveCgroup(cgroup_);
+      return Finish(ready.status());
+    }
+    absl::StatusOr<shim::ShimState> state = shim::ReadStateFile(dir_ / shim::kStateFile);
+    FrameStream::Socket socket(io_);
+    boost::system::error_code connect_ec;
+    if (state.ok()) {
+      socket.connect(asio::local::stream_protocol::endpoint((dir_ / shim::kSocketFile).string()), connect_ec);
+    }
+    if (!state.ok() || connect_ec) {
+      // A trainer nobody watches must not run on next to a retry. Its zombie
+      // stays unreaped until exit.json is written, so the pgid is still its.
+      ::kill(-ready->trainer_pid, SIGKILL);
+      return Finish(absl::InternalError(
+          !state.ok() ? std::string(state.status().message())
+                      : absl::StrCat("tpud-shim: connect ", (dir_ / shim::kSocketFile).string(), ": ",
+                                     connect_ec.message())));
+    }
+    session_ = std::make_shared<ShimSession>(io_, dir_, *state, observer_);
+    session_->Attach(std::move(socket));
+    for (int signal : std::exchange(pending_signals_, {})) session_->Signal(signal);
+    Finish(absl::OkStatus());
+  }
+
+  void Finish(const absl::Status& status) {
+    finished_ = true;
+    timer_.cancel();
+    boost::system::error_code ec;
+    report_.close(ec);
+    if (!first_shim_reaped_ && first_shim_pid_ > 0) {
+      ::waitpid(first_shim_pid_, nullptr, 0);  // SIGKILLed above: it is gone at once.
+      first_shim_reaped_ = true;
+    }
+    pending_signals_.clear();
+    auto keep_alive = shared_from_this();
+    if (AttemptObserver* observer = std::exchange(observer_, nullptr)) observer->OnStarted(status);
+  }
+
+  // Detached mid-start: the first shim process is this process's child and
+  // exits within moments; it is reaped off the loop's path.
+  void ReapFirstShimLater() {
+    if (first_shim_pid_ > 0) ReapChildLater(io_, first_shim_pid_);
+    first_shim_reaped_ = true;
+  }
+
+  asio::io_context& io_;
+  fs::path dir_;
+  fs::path cgroup_;
+  int first_shim_pid_;
+  bool first_shim_reaped_ = false;
+  asio::posix::stream_descriptor report_;
+  asio::steady_timer timer_;
+  std::chrono::milliseconds timeout_{0};
+  AttemptObserver* observer_;
+  std::array<char, 4096> buffer_{};
+  std::string text_;
+  std::vector<int> pending_signals_;
+  bool finished_ = false;
+  std::shared_ptr<ShimSession> session_;
+};
+
+std::unique_ptr<ShimAttempt> ShimAttempt::Starting(asio::io_context& io, fs::path attempt_dir, fs::path cgroup,
+                                                   int first_shim_pid, int report_fd,
+                                                   std::chrono::milliseconds ready_timeout,
+                                                   AttemptObserver* observer) {
+  auto start = std::make_shared<ShimStart>(io, std::move(attempt_dir), std::move(cgroup), first_shim_pid, report_fd,
+                                           observer);
+  start->Begin(ready_timeout);
+  return std::make_unique<ShimAttempt>(std::move(start));
+}
+
 std::unique_ptr<ShimAttempt> ShimAttempt::Connected(asio::io_context& io, fs::path attempt_dir,
                                                     const shim::ShimState& state,
                                                     FrameStream::Socket socket,
@@ -279,11 +446,23 @@ std::unique_ptr<ShimAttempt> ShimAttempt::Orphaned(asio::io_context& io, fs::pat
 }
 
 ShimAttempt::ShimAttempt(std::shared_ptr<ShimSession> session) : session_(std::move(session)) {}
-ShimAttempt::~ShimAttempt() { session_->Detach(); }
-int ShimAttempt::pid() const { return session_->pid(); }
+ShimAttempt::ShimAttempt(std::shared_ptr<ShimStart> start) : start_(std::move(start)) {}
+
+ShimAttempt::~ShimAttempt() {
+  if (start_) start_->Detach();  // Detaches its session too, if it has one.
+  if (session_) session_->Detach();
+}
+
+ShimSession* ShimAttempt::Session() const { return session_ ? session_.get() : start_->session().get(); }
+int ShimAttempt::pid() const { return Session() != nullptr ? Session()->pid() : 0; }
+bool ShimAttempt::starting() const { return start_ && !start_->finished(); }
 
 absl::Status ShimAttempt::SignalGroup(int signal) {
-  session_->Signal(signal);
+  if (start_) {
+    start_->Signal(signal);
+  } else {
+    session_->Signal(signal);
+  }
   return absl::OkStatus();
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 
@@ -14,6 +15,11 @@
 namespace tpud {
 
 class ShimSession;
+class ShimStart;
+
+// Reaps this process's child `pid`, which is about to exit, from the loop
+// (a WNOHANG poll every 100 ms, for at most 10 s): never blocks.
+void ReapChildLater(boost::asio::io_context& io, int pid);
 
 // An Attempt whose process is the child of a tpud-shim. Output lines and the
 // exit arrive over the shim's socket (daemon/shim/protocol.h) and are
@@ -58,15 +64,32 @@ class ShimAttempt final : public Attempt {
                                                const shim::ShimState& state,
                                                AttemptObserver* observer);
 
+  // Being started by the tpud-shim `first_shim_pid` (a child of this
+  // process; -1: already reaped, a standby shim), which reports on
+  // `report_fd` (owned from now on) within
+  // `ready_timeout`: the report is read on the loop, and OnStarted follows
+  // (see ShimLauncher::Launch for its errors). A spawn error removes the
+  // attempt directory (nothing runs); a silent shim's directory is left for
+  // Reattach or a person.
+  static std::unique_ptr<ShimAttempt> Starting(boost::asio::io_context& io, std::filesystem::path attempt_dir,
+                                               std::filesystem::path cgroup, int first_shim_pid, int report_fd,
+                                               std::chrono::milliseconds ready_timeout,
+                                               AttemptObserver* observer);
+
   explicit ShimAttempt(std::shared_ptr<ShimSession> session);
+  explicit ShimAttempt(std::shared_ptr<ShimStart> start);
   ~ShimAttempt() override;
   int pid() const override;
+  bool starting() const override;
   // Sends `signal` to the trainer's process group while the trainer lives;
   // a no-op (OK) once it has exited: the shim, or the cleanup above, ends
   // what is left.
   absl::Status SignalGroup(int signal) override;
 
  private:
+  ShimSession* Session() const;  // Null while starting, or when the start failed.
+
+  std::shared_ptr<ShimStart> start_;
   std::shared_ptr<ShimSession> session_;
 };
 

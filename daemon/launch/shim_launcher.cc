@@ -1,14 +1,13 @@
 #include "daemon/core/errno_status.h"
 #include "daemon/launch/shim_launcher.h"
 
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/process/attempt_cgroup.h"
@@ -16,16 +15,12 @@
 #include "daemon/launch/shim_attempt.h"
 #include "daemon/process/spawn.h"
 #include "daemon/shim/wire/attempt_dir.h"
-#include "daemon/shim/wire/protocol.h"
 
 namespace tpud {
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-
-constexpr std::size_t kMaxReportBytes = 64 * 1024;
 
 absl::Status CreateAttemptDir(const fs::path& dir) {
   std::error_code ec;
@@ -39,50 +34,22 @@ absl::Status CreateAttemptDir(const fs::path& dir) {
   return ErrnoStatus(errno, absl::StrCat("mkdir ", dir.string()));
 }
 
-// Everything the shim writes to `fd` until it closes it.
-absl::StatusOr<std::string> ReadReport(int fd, std::chrono::milliseconds timeout) {
-  const Clock::time_point deadline = Clock::now() + timeout;
-  std::string report;
-  char buffer[4096];
-  while (true) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    pollfd readable{fd, POLLIN, 0};
-    const int ready = left.count() > 0 ? ::poll(&readable, 1, static_cast<int>(left.count())) : 0;
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("tpud-shim: no report within ", timeout.count(), " ms; so far: ", report));
-    }
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return report;  // End of file: the shim has said all it will.
-    if (report.size() < kMaxReportBytes) report.append(buffer, static_cast<std::size_t>(n));
-  }
-}
-
-// Starts `tpud-shim attempt_dir` and returns what it reports.
-absl::StatusOr<shim::ShimReady> StartShim(const fs::path& shim_path, const fs::path& dir,
-                                          std::chrono::milliseconds timeout) {
+// Starts `tpud-shim ARG` (an attempt directory, or --standby), its stdout a
+// pipe for its report.
+absl::StatusOr<SpawnedProcess> SpawnShim(const fs::path& shim_path, const std::string& arg,
+                                         bool input_pipe = false) {
   LaunchSpec spec;
-  spec.argv = {shim_path.string(), dir.string()};
+  spec.argv = {shim_path.string(), arg};
   spec.working_dir = "/";  // Never keep a daemon's directory busy.
   absl::StatusOr<fs::path> exe = ResolveExecutable(spec);
   absl::StatusOr<SpawnedProcess> child =
-      exe.ok() ? SpawnWithOutputPipe(*exe, spec) : absl::StatusOr<SpawnedProcess>(exe.status());
+      exe.ok() ? SpawnWithOutputPipe(*exe, spec, input_pipe) : absl::StatusOr<SpawnedProcess>(exe.status());
   if (!child.ok()) {  // Out of processes or fds (Unavailable): a retry may work; else tpud's install is broken.
     const bool transient = child.status().code() == absl::StatusCode::kUnavailable;
     return absl::Status(transient ? absl::StatusCode::kUnavailable : absl::StatusCode::kInternal,
                         absl::StrCat("tpud-shim: ", child.status().message()));
   }
-  absl::StatusOr<std::string> report = ReadReport(child->output_fd, timeout);
-  ::close(child->output_fd);
-  // The first shim process exits right after forking the real one; if it
-  // hangs instead, it must not block the daemon.
-  if (!report.ok()) ::kill(child->pid, SIGKILL);
-  ::waitpid(child->pid, nullptr, 0);
-  if (!report.ok()) return report.status();
-  return shim::ParseReadyReport(*report);
+  return child;
 }
 
 }  // namespace
@@ -98,6 +65,45 @@ ShimLauncher::ShimLauncher(asio::io_context& io, Options options)
   if (options_.shim_path.empty()) options_.shim_path = DefaultShimPath();
 }
 
+ShimLauncher::~ShimLauncher() { DropStandby(); }
+
+void ShimLauncher::DropStandby() {
+  if (!standby_) return;
+  ::close(standby_->command_fd);  // End of file: the standby exits having done nothing.
+  ::close(standby_->report_fd);
+  standby_.reset();
+}
+
+void ShimLauncher::PrepareStandbyLater() {
+  if (!options_.standby || standby_ || standby_posted_) return;
+  standby_posted_ = true;
+  asio::post(io_, [this, life = std::weak_ptr<int>(life_)] {
+    if (life.expired()) return;
+    standby_posted_ = false;
+    if (standby_) return;
+    absl::StatusOr<SpawnedProcess> shim = SpawnShim(options_.shim_path, "--standby", /*input_pipe=*/true);
+    if (!shim.ok()) return;  // The next launch starts its own shim, and reports why that fails.
+    ReapChildLater(io_, shim->pid);  // It forks and exits at once; the standby is its child.
+    standby_ = Standby{shim->output_fd, shim->input_fd};
+  });
+}
+
+std::optional<std::unique_ptr<Attempt>> ShimLauncher::StartOnStandby(const fs::path& dir, const fs::path& cgroup,
+                                                                     AttemptObserver* observer) {
+  if (!standby_ || dir.string().find('\n') != std::string::npos) return std::nullopt;
+  const Standby standby = *std::exchange(standby_, std::nullopt);
+  // A standby that died meanwhile (its stdin closed) fails this write with
+  // EPIPE (tpud ignores SIGPIPE): a fresh shim is started instead.
+  const absl::Status told = WriteAll(standby.command_fd, dir.string() + "\n", "tpud-shim --standby");
+  ::close(standby.command_fd);
+  if (!told.ok()) {
+    ::close(standby.report_fd);
+    return std::nullopt;
+  }
+  return ShimAttempt::Starting(io_, dir, cgroup, /*first_shim_pid=*/-1, standby.report_fd, options_.ready_timeout,
+                               observer);
+}
+
 absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Launch(const LaunchSpec& requested,
                                                               AttemptObserver* observer) {
   absl::StatusOr<fs::path> dir = shim::AttemptDir(options_.state_dir, requested.job, requested.attempt);
@@ -107,28 +113,23 @@ absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Launch(const LaunchSpec& 
   if (!spec_json.ok()) return spec_json.status();
   if (absl::Status s = CreateAttemptDir(*dir); !s.ok()) return s;
   absl::Status written = shim::WriteFileAtomically(*dir / shim::kSpecFile, *spec_json);
-  absl::StatusOr<shim::ShimReady> ready =
-      written.ok() ? StartShim(options_.shim_path, *dir, options_.ready_timeout)
-                   : absl::StatusOr<shim::ShimReady>(written);
-  if (!ready.ok()) {
-    // A spawn error leaves nothing running; a silent shim may have started
-    // the trainer, so its directory stays for Reattach or a human.
-    if (ready.status().code() != absl::StatusCode::kDeadlineExceeded) {
-      std::error_code ec;
-      fs::remove_all(*dir, ec);
-      if (!spec.cgroup.empty()) (void)RemoveCgroup(spec.cgroup);
-    }
-    return ready.status();
+  if (written.ok()) {
+    std::optional<std::unique_ptr<Attempt>> on_standby = StartOnStandby(*dir, spec.cgroup, observer);
+    PrepareStandbyLater();
+    if (on_standby) return std::move(*on_standby);
   }
-  absl::StatusOr<shim::ShimState> state = shim::ReadStateFile(*dir / shim::kStateFile);
-  absl::StatusOr<shim::FrameStream::Socket> socket = ConnectToShim(*dir);
-  if (!socket.ok() || !state.ok()) {
-    // A trainer nobody watches must not run on next to a retry. Its zombie
-    // stays unreaped until exit.json is written, so the pgid is still its.
-    ::kill(-ready->trainer_pid, SIGKILL);
-    return absl::InternalError(!socket.ok() ? socket.status().message() : state.status().message());
+  absl::StatusOr<SpawnedProcess> shim = written.ok() ? SpawnShim(options_.shim_path, dir->string())
+                                                     : absl::StatusOr<SpawnedProcess>(written);
+  if (!shim.ok()) {  // Nothing runs.
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+    if (!spec.cgroup.empty()) (void)RemoveCgroup(spec.cgroup);
+    return shim.status();
   }
-  return ShimAttempt::Connected(io_, *dir, *state, std::move(*socket), observer);
+  // The shim reports the trainer's pid or its spawn error as an event on the
+  // loop, which goes on meanwhile.
+  return ShimAttempt::Starting(io_, *dir, spec.cgroup, shim->pid, shim->output_fd, options_.ready_timeout,
+                               observer);
 }
 
 absl::StatusOr<shim::FrameStream::Socket> ShimLauncher::ConnectToShim(const fs::path& attempt_dir) {

@@ -12,6 +12,8 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "daemon/launch/launcher.h"
@@ -42,26 +44,35 @@ class ShimLauncher final : public Launcher {
     std::filesystem::path state_dir;
     // The tpud-shim executable; empty: DefaultShimPath().
     std::filesystem::path shim_path;
-    // How long Launch() waits for the shim to report the trainer started.
+    // How long a starting attempt waits for the shim to report the trainer started.
     std::chrono::milliseconds ready_timeout{10'000};
     // Where attempt cgroups are made (launch/attempt_cgroup.h); empty: none.
     std::filesystem::path cgroup_root;
+    // After each launch, start the next tpud-shim ahead of need
+    // (`tpud-shim --standby`), so the next launch pays neither its exec nor
+    // its start-up: one idle shim per daemon, which exits when the daemon
+    // goes away (its stdin closes).
+    bool standby = true;
   };
 
   ShimLauncher(boost::asio::io_context& io, Options options);
+  ~ShimLauncher() override;  // Lets the standby shim go.
 
   // Creates the attempt directory for (spec.job, spec.attempt), writes
-  // spec.json, starts tpud-shim on it and waits (blocking the loop for the
-  // few milliseconds a spawn takes, at most ready_timeout) until the shim
-  // reports the trainer's pid or its spawn error, then connects to the shim.
-  // Errors: those of LocalLauncher::Launch, with the same codes and messages
-  // (NotFound "spawn \"/no/such\": No such file or directory", ...; the
-  // attempt directory is then removed); InvalidArgument (job name unusable as
-  // a directory); AlreadyExists (the attempt directory exists: Reattach it or
-  // remove it first); Internal ("tpud-shim: ...": the shim could not be
-  // started or reported nothing; or it could not be reached, and then the
-  // trainer is killed and the directory left for Reattach); DeadlineExceeded
-  // (no report within ready_timeout; the directory is left for Reattach).
+  // spec.json and starts tpud-shim on it (one vfork+exec), then returns a
+  // starting() Attempt: the loop is never blocked on the shim. The shim's
+  // report (the trainer's pid, or its spawn error) is read on the loop, the
+  // attempt connects to the shim, and OnStarted says how it went.
+  // Errors returned at once: InvalidArgument (job name unusable as a
+  // directory); AlreadyExists (the attempt directory exists: Reattach it or
+  // remove it first); Internal or Unavailable ("tpud-shim: spawn ...": the
+  // shim could not be started). Errors through OnStarted: those of
+  // LocalLauncher::Launch, with the same codes and messages (NotFound
+  // "spawn \"/no/such\": No such file or directory", ...; the attempt
+  // directory is then removed); Internal ("tpud-shim: ...": it reported
+  // nothing, or could not be reached, and then the trainer is killed and the
+  // directory left for Reattach); DeadlineExceeded (no report within
+  // ready_timeout; the directory is left for Reattach).
   absl::StatusOr<std::unique_ptr<Attempt>> Launch(const LaunchSpec& spec,
                                                   AttemptObserver* observer) override;
 
@@ -90,9 +101,25 @@ class ShimLauncher final : public Launcher {
  private:
   // Errors: Unavailable naming the socket and the connect error.
   absl::StatusOr<shim::FrameStream::Socket> ConnectToShim(const std::filesystem::path& attempt_dir);
+  // The standby shim, told to run the attempt in `dir`; nullopt when there
+  // is none or it is gone (the caller starts a shim of its own).
+  std::optional<std::unique_ptr<Attempt>> StartOnStandby(const std::filesystem::path& dir,
+                                                         const std::filesystem::path& cgroup,
+                                                         AttemptObserver* observer);
+  // Starts the next standby shim on the loop, after what runs now.
+  void PrepareStandbyLater();
+  void DropStandby();
+
+  struct Standby {
+    int report_fd = -1;   // Its stdout: the report, as a fresh shim's.
+    int command_fd = -1;  // Its stdin: the attempt directory goes there.
+  };
 
   boost::asio::io_context& io_;
   Options options_;
+  std::optional<Standby> standby_;
+  bool standby_posted_ = false;
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);  // Posted work checks the launcher still exists.
 };
 
 // The tpud-shim next to the running executable: <dir of /proc/self/exe>/tpud-shim.

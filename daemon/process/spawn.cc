@@ -18,7 +18,9 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -179,7 +181,7 @@ static absl::Status SpawnError(const std::filesystem::path& exe, absl::string_vi
 }
 
 absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& exe,
-                                                   const LaunchSpec& spec) {
+                                                   const LaunchSpec& spec, bool input_pipe) {
   ChildPlan plan;
   const std::string cgroup_procs = (spec.cgroup / "cgroup.procs").string();
   if (!spec.cgroup.empty()) plan.cgroup_procs = cgroup_procs.c_str();
@@ -201,23 +203,34 @@ absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& 
     envp.reserve(env.size() + 1);
     for (std::string& entry : env) envp.push_back(entry.data());
     envp.push_back(nullptr);
-    bp::child child(bp::exe = exe.string(), bp::args = args,
-                    bp::extend::on_setup = UseEnvironment{envp.data()},
-                    // clang-format off
-                    bp::std_in < bp::null, (bp::std_out & bp::std_err) > output,
-                    // clang-format on
-                    bp::extend::on_exec_setup = ChildSetup{&plan},
-                    // vfork, as posix_spawn does: fork() copies the page tables
-                    // of a daemon with gRPC's threads and maps, 2 ms per start
-                    // on the restart path (README.md, Benchmarks).
-                    bp::posix::use_vfork);
+    auto start = [&](auto&& std_in) {
+      return bp::child(bp::exe = exe.string(), bp::args = args,
+                       bp::extend::on_setup = UseEnvironment{envp.data()},
+                       // clang-format off
+                       std_in, (bp::std_out & bp::std_err) > output,
+                       // clang-format on
+                       bp::extend::on_exec_setup = ChildSetup{&plan},
+                       // vfork, as posix_spawn does: fork() copies the page tables
+                       // of a daemon with gRPC's threads and maps, 2 ms per start
+                       // on the restart path (README.md, Benchmarks).
+                       bp::posix::use_vfork);
+    };
+    std::optional<bp::pipe> input;
+    if (input_pipe) input.emplace();
+    bp::child child = input ? start(bp::std_in < *input) : start(bp::std_in < bp::null);
     SpawnedProcess spawned;
     spawned.pid = child.id();
     child.detach();  // The caller reaps it (pidfd, waitid).
     ::setpgid(spawned.pid, spawned.pid);
     spawned.output_fd = ::fcntl(output.native_source(), F_DUPFD_CLOEXEC, 3);
-    const int dup_errno = errno;
+    int dup_errno = errno;
     output.close();
+    if (spawned.output_fd >= 0 && input) {
+      spawned.input_fd = ::fcntl(input->native_sink(), F_DUPFD_CLOEXEC, 3);
+      dup_errno = errno;
+      if (spawned.input_fd < 0) ::close(std::exchange(spawned.output_fd, -1));
+    }
+    if (input) input->close();
     if (spawned.output_fd < 0) {
       ::kill(-spawned.pid, SIGKILL);
       ::waitpid(spawned.pid, nullptr, 0);

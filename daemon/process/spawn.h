@@ -26,13 +26,15 @@ absl::StatusOr<std::filesystem::path> ResolveExecutable(const LaunchSpec& spec);
 struct SpawnedProcess {
   int pid = -1;        // Also its process group id. The caller must reap it.
   int output_fd = -1;  // Read end of the stdout+stderr pipe, O_CLOEXEC; the caller owns it.
+  int input_fd = -1;   // With `input_pipe`: write end of its stdin pipe, O_CLOEXEC; the caller owns it.
 };
 
 // Starts `exe` with arguments spec.argv[1..], spec.env set on top of this
 // process's environment (empty values kept), in spec.working_dir, as a child
 // of the calling process: in a new process group (pgid == pid, set in the
 // child and the parent, so a signal sent right after this returns reaches the
-// group), stdin from /dev/null, stdout and stderr into one fresh pipe, the
+// group), stdin from /dev/null (or, with `input_pipe`, a fresh pipe whose
+// write end is returned), stdout and stderr into one fresh pipe, the
 // signal mask and dispositions reset to defaults, and no file descriptor >= 3
 // inherited; in spec.cgroup when set; as spec.run_as when set (see
 // LaunchSpec). Errors ("spawn \"exe\": <reason>"): Unavailable when the
@@ -40,7 +42,7 @@ struct SpawnedProcess {
 // retry later); PermissionDenied (EACCES, EPERM, e.g. the uid could not be
 // set); NotFound (ENOENT); Internal otherwise.
 absl::StatusOr<SpawnedProcess> SpawnWithOutputPipe(const std::filesystem::path& exe,
-                                                   const LaunchSpec& spec);
+                                                   const LaunchSpec& spec, bool input_pipe = false);
 
 // Builds an ExitStatus from the siginfo of waitid(WEXITED).
 ExitStatus ExitStatusFromSiginfo(const siginfo_t& info);

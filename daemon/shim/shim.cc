@@ -13,6 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/process/log_file.h"
@@ -138,15 +140,15 @@ int Serve(const fs::path& attempt_dir) {
   return 0;
 }
 
-}  // namespace
-
-int RunShim(const fs::path& attempt_dir) {
-  // A grandchild of the daemon in a session of its own: the daemon never has
-  // to reap it, and nothing aimed at the daemon's process group reaches it.
+// Forks; the calling process _exits 0 (the daemon reaps it), and the
+// grandchild of the daemon, in a session of its own (the daemon never has to
+// reap it, and nothing aimed at the daemon's process group reaches it),
+// returns true. False (reported) when fork failed.
+bool Detach() {
   const pid_t child = ::fork();
   if (child < 0) {
     WriteToStdout(EncodeReadyError(ErrnoStatus(errno, "tpud-shim: fork")));
-    return 1;
+    return false;
   }
   if (child > 0) ::_exit(0);  // _exit: no buffers or destructors run twice.
   ::setsid();
@@ -156,7 +158,36 @@ int RunShim(const fs::path& attempt_dir) {
   // and tini do the same).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   IgnoreSignals();
+  return true;
+}
+
+// The first line on stdin, without its '\n' (the daemon sends one line and
+// closes the pipe); nullopt at end of file first.
+std::optional<std::string> ReadLine() {
+  std::string text;
+  char buffer[4096];
+  while (text.size() < sizeof(buffer)) {
+    const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (const std::size_t end = text.find('\n'); end != std::string::npos) return text.substr(0, end);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int RunShim(const fs::path& attempt_dir) {
+  if (!Detach()) return 1;
   return Serve(attempt_dir);
+}
+
+int RunStandbyShim() {
+  if (!Detach()) return 1;
+  std::optional<std::string> attempt_dir = ReadLine();
+  if (!attempt_dir || attempt_dir->empty()) return 0;  // The daemon went away, or let it go.
+  return Serve(*attempt_dir);
 }
 
 }  // namespace tpud::shim

@@ -22,4 +22,11 @@ namespace tpud::shim {
 // trainer, so to stop an attempt signal the trainer's process group.
 int RunShim(const std::filesystem::path& attempt_dir);
 
+// The same, but started ahead of need ("standby"): forks at once as above,
+// then waits for one line on stdin naming the attempt directory and goes on
+// as RunShim with it. So a launch pays neither the exec nor the start-up of
+// a shim. End of file (or an empty line) first: the daemon went away or let
+// it go, and it exits 0 having done nothing.
+int RunStandbyShim();
+
 }  // namespace tpud::shim

@@ -268,19 +268,37 @@ void Job::LaunchAttempt() {
   if (status.ok()) {
     absl::StatusOr<std::unique_ptr<Attempt>> launched = deps_.launcher->Launch(launch, this);
     if (launched.ok()) {
-      log_dropped_before_ += std::exchange(log_dropped_attempt_, 0);
-      log_dropping_ = false;
       attempt_ = std::move(*launched);
-      if (gang) deps_.gang->AttemptChanged(spec_.name, machine_.attempt, attempt_->pid(), machine_.generation);
       attempt_env_ = launch.env;
-      goodput_.OnAttemptStart(attempt_started_,
-                              checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step) : std::nullopt);
-      BeginAttemptWatch();
+      // A starting attempt (the shim's report is on its way) says how it
+      // went through OnStarted; the loop goes on meanwhile.
+      if (attempt_->starting()) return;
+      AttemptRunning();
     } else {
       status = launched.status();
     }
   }
   FeedResult(machine::Launched{status, deps_.random()});
+}
+
+void Job::AttemptRunning() {
+  log_dropped_before_ += std::exchange(log_dropped_attempt_, 0);
+  log_dropping_ = false;
+  if (spec_.gang && deps_.gang != nullptr) {
+    deps_.gang->AttemptChanged(spec_.name, machine_.attempt, attempt_->pid(), machine_.generation);
+  }
+  goodput_.OnAttemptStart(attempt_started_, checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step) : std::nullopt);
+  BeginAttemptWatch();
+}
+
+void Job::OnStarted(const absl::Status& status) {
+  if (status.ok()) {
+    AttemptRunning();
+  } else {
+    attempt_.reset();
+    attempt_env_.clear();
+  }
+  Deliver(machine::Launched{status, deps_.random()});
 }
 
 void Job::ReportStopped(std::int64_t generation) {

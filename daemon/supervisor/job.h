@@ -246,6 +246,7 @@ class Job final : public AttemptObserver {
   void OnOutputLines(std::string_view lines) override;
   void OnLogDropped(std::uint64_t dropped_bytes, bool dropping) override;
   void OnExit(const ExitStatus& status) override;
+  void OnStarted(const absl::Status& status) override;
 
  private:
   // Runs `event` through the machine, and every event its effects produce,
@@ -258,6 +259,8 @@ class Job final : public AttemptObserver {
   // A result of an effect being performed: decided right after the current
   // decision, before anything fed from outside meanwhile.
   void FeedResult(machine::Event event);
+  // The launched attempt's trainer runs (its pid known): watched from now on.
+  void AttemptRunning();
   void Perform(const machine::Effect& effect);
   void PerformTransition(const machine::Transition& transition);
   void PrepareAttempt(const machine::PrepareAttempt& prepare);

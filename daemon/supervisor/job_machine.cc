@@ -170,6 +170,10 @@ class Decider {
   Decision Prepared(const AttemptPrepared& e) {
     TransitionTo(JobState::kStarting, s_.launch_reason);
     if (e.checkpoint_error.empty()) {
+      // Alive from here: a launcher may report the start later (Launched),
+      // and a stop meanwhile signals the attempt, which passes the signal on
+      // once its trainer runs.
+      s_.attempt_alive = true;
       fx_.push_back(Launch{});
       return Done();
     }
@@ -182,10 +186,19 @@ class Decider {
 
   Decision LaunchResult(const Launched& e) {
     if (e.status.ok()) {
-      s_.attempt_alive = true;
       s_.launch_retries = 0;
-      fx_.push_back(ArmTimer{TimerKind::kStartSeconds, Seconds(p_.start_seconds)});
+      // Stopping already (a stop came while it started): the stop goes on.
+      if (s_.state == JobState::kStarting) fx_.push_back(ArmTimer{TimerKind::kStartSeconds, Seconds(p_.start_seconds)});
       return Done();
+    }
+    s_.attempt_alive = false;
+    if (s_.state == JobState::kStopping) {
+      // Stopped while it started, and it never ran: the stop is done, as if
+      // it had exited (a gang's stop then follows the gang).
+      AttemptExited never_ran;
+      never_ran.exit.spawn_error = std::string(e.status.message());
+      never_ran.jitter = e.jitter;
+      return Exited(never_ran);
     }
     const bool transient = e.status.code() == absl::StatusCode::kUnavailable ||
                            e.status.code() == absl::StatusCode::kResourceExhausted;

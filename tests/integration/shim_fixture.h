@@ -42,8 +42,10 @@ struct KillGroupAtEnd {
 struct Recorder final : AttemptObserver {
   std::vector<std::string> lines;
   std::optional<ExitStatus> exit;
+  std::optional<absl::Status> started;
   void OnOutputLine(std::string_view line) override { lines.emplace_back(line); }
   void OnExit(const ExitStatus& status) override { exit = status; }
+  void OnStarted(const absl::Status& status) override { started = status; }
 };
 
 inline std::string ReadAll(const fs::path& path) {
@@ -65,6 +67,20 @@ inline bool RunUntil(boost::asio::io_context& io, const std::function<bool()>& d
     }
   }
   return true;
+}
+
+// ShimLauncher::Launch, then `io` until the shim reported: the attempt, or
+// the error (returned by Launch, or reported through OnStarted).
+inline absl::StatusOr<std::unique_ptr<Attempt>> LaunchStarted(boost::asio::io_context& io, ShimLauncher& launcher,
+                                                              const LaunchSpec& spec, Recorder* recorder) {
+  recorder->started.reset();
+  absl::StatusOr<std::unique_ptr<Attempt>> attempt = launcher.Launch(spec, recorder);
+  if (!attempt.ok() || !(*attempt)->starting()) return attempt;
+  if (!RunUntil(io, [&] { return recorder->started.has_value(); })) {
+    return absl::DeadlineExceededError("no OnStarted within 20 s");
+  }
+  if (!recorder->started->ok()) return *recorder->started;
+  return attempt;
 }
 
 inline bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 20s) {
@@ -97,7 +113,7 @@ inline Recorder Run(const std::vector<std::string>& argv, const TempDir& dir,
   boost::asio::io_context io;
   ShimLauncher launcher(io, Options(dir));
   Recorder recorder;
-  auto attempt = launcher.Launch(Spec(dir, argv, std::move(env)), &recorder);
+  auto attempt = LaunchStarted(io, launcher, Spec(dir, argv, std::move(env)), &recorder);
   REQUIRE(attempt.ok());
   KillGroupAtEnd guard{(*attempt)->pid()};
   REQUIRE(RunUntil(io, [&] { return recorder.exit.has_value(); }));

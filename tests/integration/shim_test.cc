@@ -1,9 +1,15 @@
 // ShimLauncher with the real tpud-shim and real trainers: the same behaviour
 // as LocalLauncher, and attempts that survive the daemon going away.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+
+#include "daemon/process/process_tree.h"
+#include "daemon/process/spawn.h"
 #include "tests/integration/shim_fixture.h"
 
 namespace tpud::shim_testing {
@@ -75,12 +81,12 @@ TEST_CASE("Shim: SignalGroup reaches the trainer's process group", "[shim]") {
   boost::asio::io_context io;
   ShimLauncher launcher(io, Options(dir));
   Recorder recorder;
-  auto attempt = launcher.Launch(Spec(dir, {"/bin/sh", "-c", "echo up; sleep 300"}), &recorder);
+  auto attempt = LaunchStarted(io, launcher, Spec(dir, {"/bin/sh", "-c", "echo up; sleep 300"}), &recorder);
   REQUIRE(attempt.ok());
   KillGroupAtEnd guard{(*attempt)->pid()};
   REQUIRE(RunUntil(io, [&] { return !recorder.lines.empty(); }));
   Recorder second;  // The same attempt again must not clobber the running one.
-  auto again = launcher.Launch(Spec(dir, {"/bin/true"}), &second);
+  auto again = LaunchStarted(io, launcher, Spec(dir, {"/bin/true"}), &second);
   CHECK(again.status().code() == absl::StatusCode::kAlreadyExists);
   REQUIRE((*attempt)->SignalGroup(SIGTERM).ok());
   REQUIRE(RunUntil(io, [&] { return recorder.exit.has_value(); }));
@@ -94,19 +100,19 @@ TEST_CASE("Shim: a missing executable or working dir is the same clear error as 
   boost::asio::io_context io;
   ShimLauncher launcher(io, Options(dir));
   Recorder recorder;
-  auto missing = launcher.Launch(Spec(dir, {"/no/such/binary"}), &recorder);
+  auto missing = LaunchStarted(io, launcher, Spec(dir, {"/no/such/binary"}), &recorder);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(std::string(missing.status().message()) ==
         "spawn \"/no/such/binary\": No such file or directory");
 
-  auto not_in_path = launcher.Launch(Spec(dir, {"no-such-command-tpud"}), &recorder);
+  auto not_in_path = LaunchStarted(io, launcher, Spec(dir, {"no-such-command-tpud"}), &recorder);
   REQUIRE_FALSE(not_in_path.ok());
   CHECK(std::string(not_in_path.status().message()).find("not found in PATH") != std::string::npos);
 
   LaunchSpec no_dir = Spec(dir, {"/bin/true"});
   no_dir.working_dir = dir.path() / "absent";
-  auto no_working_dir = launcher.Launch(no_dir, &recorder);
+  auto no_working_dir = LaunchStarted(io, launcher, no_dir, &recorder);
   REQUIRE_FALSE(no_working_dir.ok());
   CHECK(std::string(no_working_dir.status().message()).find("working_dir") != std::string::npos);
   CHECK(ShimLauncher::ListAttemptDirs(dir.path() / "state").empty());  // Nothing left behind.
@@ -119,6 +125,162 @@ TEST_CASE("Shim: a missing executable or working dir is the same clear error as 
   CHECK_FALSE(recorder.exit.has_value());
 }
 
+// A tpud-shim that starts only once the file GO exists in `dir` (and
+// writes its pid to wrapper.pid first): what a slow shim start looks like.
+// `ever` false: it never starts. Used with no standby shim (the standby
+// would be one more such wrapper).
+fs::path HeldShim(const TempDir& dir, bool ever) {
+  const fs::path wrapper = dir.path() / "held-shim";
+  std::ofstream(wrapper) << "#!/bin/sh\necho $$ > " << (dir.path() / "wrapper.pid").string() << "\n"
+                         << "while [ ! -e " << (dir.path() / "GO").string() << " ]; do sleep 0.02; done\n"
+                         << (ever ? "exec " TPUD_SHIM_BIN " \"$@\"\n" : "sleep 300\n");
+  fs::permissions(wrapper, fs::perms(0755));
+  return wrapper;
+}
+
+int WrapperPid(const TempDir& dir) {
+  int pid = -1;
+  WaitFor([&] { return (std::ifstream(dir.path() / "wrapper.pid") >> pid) && pid > 0; });
+  return pid;
+}
+
+TEST_CASE("Shim: Launch does not wait for the shim, and a stop sent while it starts reaches the trainer", "[shim]") {
+  TempDir dir;
+  boost::asio::io_context io;
+  ShimLauncher::Options options = Options(dir);
+  options.shim_path = HeldShim(dir, /*ever=*/true);
+  options.standby = false;
+  ShimLauncher launcher(io, options);
+  Recorder recorder;
+  auto attempt = launcher.Launch(Spec(dir, {"/bin/sh", "-c", "sleep 300"}), &recorder);
+  REQUIRE(attempt.ok());  // Returned although the shim cannot start before GO.
+  CHECK((*attempt)->starting());
+  CHECK((*attempt)->pid() == 0);
+  bool ticked = false;  // The loop runs other work while the shim starts.
+  boost::asio::steady_timer tick(io, 50ms);
+  tick.async_wait([&](const boost::system::error_code&) { ticked = true; });
+  REQUIRE(RunUntil(io, [&] { return ticked; }));
+  CHECK_FALSE(recorder.started.has_value());
+  REQUIRE((*attempt)->SignalGroup(SIGTERM).ok());  // Kept until the trainer runs.
+  std::ofstream(dir.path() / "GO") << "";
+  REQUIRE(RunUntil(io, [&] { return recorder.exit.has_value(); }));
+  REQUIRE(recorder.started.has_value());
+  CHECK(recorder.started->ok());
+  KillGroupAtEnd guard{(*attempt)->pid()};
+  CHECK((*attempt)->pid() > 0);
+  CHECK(recorder.exit->signal == SIGTERM);
+}
+
+TEST_CASE("Shim: a shim that never reports is a DeadlineExceeded start, and is killed and reaped", "[shim]") {
+  TempDir dir;
+  boost::asio::io_context io;
+  ShimLauncher::Options options = Options(dir);
+  options.shim_path = HeldShim(dir, /*ever=*/false);
+  options.standby = false;
+  options.ready_timeout = 300ms;
+  ShimLauncher launcher(io, options);
+  Recorder recorder;
+  auto attempt = LaunchStarted(io, launcher, Spec(dir, {"/bin/true"}), &recorder);
+  CHECK(attempt.status().code() == absl::StatusCode::kDeadlineExceeded);
+  const int wrapper = WrapperPid(dir);
+  REQUIRE(wrapper > 0);
+  CHECK(::kill(wrapper, 0) == -1);  // Killed and reaped: not even a zombie is left.
+  CHECK_FALSE(recorder.exit.has_value());
+  CHECK(ShimLauncher::ListAttemptDirs(dir.path() / "state").size() == 1);  // Left for Reattach or a person.
+}
+
+TEST_CASE("Shim: an attempt dropped while its shim starts runs on, and a new daemon re-attaches to it", "[shim]") {
+  TempDir dir;
+  int wrapper = -1;
+  {
+    boost::asio::io_context io;
+    ShimLauncher::Options options = Options(dir);
+    options.shim_path = HeldShim(dir, /*ever=*/true);
+    options.standby = false;
+    ShimLauncher launcher(io, options);
+    Recorder dropped;
+    auto attempt = launcher.Launch(Spec(dir, Counter(dir, 6)), &dropped);
+    REQUIRE(attempt.ok());
+    wrapper = WrapperPid(dir);
+    attempt->reset();  // Detached mid-start: no callback, the first shim process reaped off the loop.
+    std::ofstream(dir.path() / "GO") << "";
+    REQUIRE(RunUntil(io, [&] { return ::kill(wrapper, 0) == -1; }));
+    CHECK_FALSE(dropped.started.has_value());
+  }
+  const std::vector<fs::path> dirs = ShimLauncher::ListAttemptDirs(dir.path() / "state");
+  REQUIRE(dirs.size() == 1);
+  REQUIRE(WaitFor([&] { return fs::exists(dirs[0] / "state.json"); }));
+  boost::asio::io_context io;
+  ShimLauncher launcher(io, Options(dir));
+  Recorder recorder;
+  auto again = launcher.Reattach(dirs[0], &recorder);
+  REQUIRE(again.ok());
+  KillGroupAtEnd guard{(*again)->pid()};
+  std::ofstream(dir.path() / "STOP") << "";
+  REQUIRE(RunUntil(io, [&] { return recorder.exit.has_value(); }));
+  CHECK(recorder.exit->code == 6);
+}
+
+TEST_CASE("Shim: the next attempt runs on the standby shim started after the last launch", "[shim]") {
+  TempDir dir;
+  const fs::path spawns = dir.path() / "spawns.log";
+  const fs::path wrapper = dir.path() / "logged-shim";  // Logs each start's argument.
+  std::ofstream(wrapper) << "#!/bin/sh\necho \"$1\" >> " << spawns.string() << "\nexec " TPUD_SHIM_BIN " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms(0755));
+  boost::asio::io_context io;
+  ShimLauncher::Options options = Options(dir);
+  options.shim_path = wrapper;
+  ShimLauncher launcher(io, options);
+  Recorder first;
+  auto one = LaunchStarted(io, launcher, Spec(dir, {"/bin/true"}), &first);
+  REQUIRE(one.ok());
+  REQUIRE(RunUntil(io, [&] { return first.exit.has_value() && ReadAll(spawns).find("--standby") != std::string::npos; }));
+  LaunchSpec second_spec = Spec(dir, {"/bin/sh", "-c", "echo second; exit 4"});
+  second_spec.attempt = 2;
+  Recorder second;
+  auto two = LaunchStarted(io, launcher, second_spec, &second);
+  REQUIRE(two.ok());
+  REQUIRE(RunUntil(io, [&] { return second.exit.has_value(); }));
+  CHECK(second.exit->code == 4);
+  CHECK(second.lines == std::vector<std::string>{"second"});
+  // Only the first attempt started a shim of its own: the second ran on the standby.
+  std::istringstream lines(ReadAll(spawns));
+  int own = 0;
+  for (std::string line; std::getline(lines, line);) own += line != "--standby" ? 1 : 0;
+  CHECK(own == 1);
+}
+
+TEST_CASE("Shim: a standby shim whose daemon goes away exits having done nothing", "[shim]") {
+  // Orphans come to this process, so the standby (the shim's grandchild) can be waited for.
+  REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+  struct NoLongerReaper {
+    ~NoLongerReaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 0); }
+  } restore;
+  const std::vector<int> before = ChildPids(::getpid());
+  LaunchSpec spec;
+  spec.argv = {TPUD_SHIM_BIN, "--standby"};
+  spec.working_dir = "/";
+  absl::StatusOr<SpawnedProcess> shim = SpawnWithOutputPipe(TPUD_SHIM_BIN, spec, /*input_pipe=*/true);
+  REQUIRE(shim.ok());
+  int status = 0;
+  REQUIRE(::waitpid(shim->pid, &status, 0) == shim->pid);  // The first process forks and exits 0.
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  int standby = -1;  // Its child, orphaned by that exit: now this process's.
+  REQUIRE(WaitFor([&] {
+    for (int child : ChildPids(::getpid())) {
+      if (std::find(before.begin(), before.end(), child) == before.end()) standby = child;
+    }
+    return standby > 0;
+  }));
+  CHECK(::waitpid(standby, &status, WNOHANG) == 0);  // It lives on, waiting for a directory.
+  ::close(shim->input_fd);                           // The daemon goes away.
+  REQUIRE(WaitFor([&] { return ::waitpid(standby, &status, WNOHANG) == standby; }));
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  char byte = 0;
+  CHECK(::read(shim->output_fd, &byte, 1) == 0);  // It reported nothing.
+  ::close(shim->output_fd);
+}
+
 TEST_CASE("Shim: the trainer survives the daemon going away, a new daemon re-attaches", "[shim]") {
   TempDir dir;
   Recorder before;
@@ -126,7 +288,7 @@ TEST_CASE("Shim: the trainer survives the daemon going away, a new daemon re-att
   {
     boost::asio::io_context io;
     ShimLauncher launcher(io, Options(dir));
-    auto attempt = launcher.Launch(Spec(dir, Counter(dir, 5)), &before);
+    auto attempt = LaunchStarted(io, launcher, Spec(dir, Counter(dir, 5)), &before);
     REQUIRE(attempt.ok());
     pid = (*attempt)->pid();
     REQUIRE(RunUntil(io, [&] { return before.lines.size() >= 3; }));
@@ -164,7 +326,7 @@ TEST_CASE("Shim: an exit while no daemon is attached is delivered on Reattach fr
     boost::asio::io_context io;
     ShimLauncher launcher(io, Options(dir));
     Recorder recorder;
-    auto attempt = launcher.Launch(Spec(dir, Counter(dir, 3)), &recorder);
+    auto attempt = LaunchStarted(io, launcher, Spec(dir, Counter(dir, 3)), &recorder);
     REQUIRE(attempt.ok());
     pid = (*attempt)->pid();
   }
@@ -198,7 +360,7 @@ TEST_CASE("Shim: output past the buffer while detached is dropped from the strea
     boost::asio::io_context io;
     ShimLauncher launcher(io, Options(dir));
     Recorder ignored;
-    auto attempt = launcher.Launch(Spec(dir, argv), &ignored);
+    auto attempt = LaunchStarted(io, launcher, Spec(dir, argv), &ignored);
     REQUIRE(attempt.ok());
     pid = (*attempt)->pid();
   }
@@ -238,7 +400,7 @@ TEST_CASE("Shim: the trainer survives a SIGKILLed daemon", "[shim]") {
     boost::asio::io_context io;
     ShimLauncher launcher(io, Options(dir));
     Recorder recorder;
-    auto attempt = launcher.Launch(Spec(dir, Counter(dir, 4)), &recorder);
+    auto attempt = LaunchStarted(io, launcher, Spec(dir, Counter(dir, 4)), &recorder);
     if (!attempt.ok()) ::_exit(1);
     std::ofstream(pid_file) << (*attempt)->pid() << "\n";
     RunUntil(

@@ -225,11 +225,36 @@ TEST_CASE("Job machine: start while active is refused", "[machine]") {
 TEST_CASE("Job machine: launching", "[machine]") {
   State prepared = In(JobState::kStopped);
   prepared.launch_reason = "start requested";
-  State launching = In(JobState::kStarting);
-  launching.attempt_alive = false;
+  State launching = In(JobState::kStarting);  // Alive from the launch: a stop meanwhile signals it.
   launching.launch_retries = 2;
   Check({
-      {"prepared: STARTING, then launch", prepared, AttemptPrepared{}, {"-> starting: start requested", "launch"}},
+      {"prepared: STARTING, then launch; alive from here", prepared, AttemptPrepared{},
+       {"-> starting: start requested", "launch"}, [](const State& s) { CHECK(s.attempt_alive); }},
+      {"a stop while the launcher starts it: the starting attempt is signalled",
+       launching,
+       StopRequested{"stop requested"},
+       {"-> stopping: stop requested", "signal 15", "timer rung 10s #1", "persist"}},
+      {"started after a stop: no start timer, the stop goes on",
+       Stopping(StopIntent::kStop),
+       Launched{},
+       {},
+       [](const State& s) {
+         CHECK(s.state == JobState::kStopping);
+         CHECK(s.attempt_alive);
+       }},
+      {"never started after a stop: STOPPED, nothing retried",
+       Stopping(StopIntent::kStop),
+       Launched{absl::NotFoundError("no such file")},
+       {"close incident: stopped", "-> stopped: stopped (spawn failed: no such file)"},
+       [](const State& s) { CHECK_FALSE(s.attempt_alive); }},
+      {"never started after the gang moved on: the worker follows the gang",
+       Stopping(StopIntent::kGang),
+       Launched{absl::UnavailableError("fork: EAGAIN")},
+       {"-> backoff: stopped for gang generation 0 (spawn failed: fork: EAGAIN)"},
+       [](const State& s) {
+         CHECK(s.wait == Wait::kGang);
+         CHECK_FALSE(s.attempt_alive);
+       }},
       {"prepared, the checkpoint lookup failed: the attempt fails",
        prepared,
        AttemptPrepared{"permission denied", Failure(FailureClass::kUnknown, RecoveryAction::kRestart)},
