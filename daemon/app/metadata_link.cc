@@ -26,7 +26,7 @@ MetadataLink::MetadataLink(const GceMetadataConfig& config, boost::asio::io_cont
 }
 
 void MetadataLink::StartWatching() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stopped_) return;
   spdlog::info("watching {} for preemption and maintenance events", client_->base_url());
   watcher_ = std::make_unique<MetadataWatcher>(
@@ -39,7 +39,7 @@ void MetadataLink::StartWatching() {
 MetadataLink::~MetadataLink() {
   std::unique_ptr<MetadataWatcher> watcher;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopped_ = true;
     watcher = std::move(watcher_);
   }

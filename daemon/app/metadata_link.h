@@ -4,9 +4,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/config/config.h"
 #include "daemon/gce/metadata_watcher.h"
 #include "daemon/supervisor/supervisor.h"
@@ -32,9 +33,9 @@ class MetadataLink {
   Supervisor& supervisor_;
   std::shared_ptr<const MetadataClient> client_;
   std::thread prober_;
-  std::mutex mu_;
-  bool stopped_ = false;                       // Guarded by mu_.
-  std::unique_ptr<MetadataWatcher> watcher_;   // Guarded by mu_.
+  absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<MetadataWatcher> watcher_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tpud

@@ -8,12 +8,12 @@ namespace tpud {
 
 void HttpCancel::Cancel() {
   cancelled_.store(true);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [id, wake] : wakers_) wake();
 }
 
 std::uint64_t HttpCancel::AddWaker(std::function<void()> wake) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (cancelled_.load()) return 0;
   const std::uint64_t id = next_id_++;
   wakers_.emplace(id, std::move(wake));
@@ -22,7 +22,7 @@ std::uint64_t HttpCancel::AddWaker(std::function<void()> wake) {
 
 void HttpCancel::RemoveWaker(std::uint64_t id) {
   if (id == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   wakers_.erase(id);
 }
 

@@ -10,13 +10,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 
 namespace tpud {
@@ -40,9 +41,9 @@ class HttpCancel {
 
  private:
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  std::uint64_t next_id_ = 1;                              // Guarded by mu_.
-  std::map<std::uint64_t, std::function<void()>> wakers_;  // Guarded by mu_.
+  absl::Mutex mu_;
+  std::uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::uint64_t, std::function<void()>> wakers_ ABSL_GUARDED_BY(mu_);
 };
 
 struct HttpRequest {

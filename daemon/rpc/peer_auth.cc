@@ -89,14 +89,14 @@ absl::StatusOr<PeerCredentials> ReadPeerCredentials(int fd) {
 }
 
 void PeerRegistry::Remember(int fd, PeerCredentials peer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   by_fd_[fd] = std::move(peer);
 }
 
 std::optional<PeerCredentials> PeerRegistry::Find(const std::string& grpc_peer) const {
   int fd = -1;
   if (!absl::StartsWith(grpc_peer, "fd:") || !absl::SimpleAtoi(grpc_peer.substr(3), &fd)) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = by_fd_.find(fd);
   if (it == by_fd_.end()) return std::nullopt;
   return it->second;

@@ -17,11 +17,12 @@
 #include <sys/types.h>
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -67,8 +68,8 @@ class PeerRegistry {
   std::optional<PeerCredentials> Find(const std::string& grpc_peer) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<int, PeerCredentials> by_fd_;  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  std::map<int, PeerCredentials> by_fd_ ABSL_GUARDED_BY(mu_);
 };
 
 // AuthorizePeer for the call whose ServerContext::peer() is `grpc_peer`.

@@ -31,7 +31,7 @@ std::int64_t TimeOf(const v1::WatchEventsResponse& resp) {
 }  // namespace
 
 absl::StatusOr<FollowSlots::Slot> FollowSlots::Acquire(std::uint32_t uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   int& mine = by_uid_[uid];
   if (uid == 0 ? mine >= kRootTotal : (mine >= kPerUid || non_root_ >= kNonRootTotal)) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -43,7 +43,7 @@ absl::StatusOr<FollowSlots::Slot> FollowSlots::Acquire(std::uint32_t uid) {
   ++mine;
   if (uid != 0) ++non_root_;
   return Slot(nullptr, [this, uid](void*) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (--by_uid_[uid] == 0) by_uid_.erase(uid);
     if (uid != 0) --non_root_;
   });

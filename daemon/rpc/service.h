@@ -6,8 +6,9 @@
 #include <string>
 
 #include <map>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/etcd/etcd_client.h"
 #include "daemon/rpc/peer_auth.h"
 #include "daemon/slice/coordinator.h"
@@ -41,9 +42,9 @@ class FollowSlots {
   absl::StatusOr<Slot> Acquire(std::uint32_t uid);
 
  private:
-  std::mutex mu_;
-  std::map<std::uint32_t, int> by_uid_;  // Guarded by mu_.
-  int non_root_ = 0;                     // Guarded by mu_.
+  absl::Mutex mu_;
+  std::map<std::uint32_t, int> by_uid_ ABSL_GUARDED_BY(mu_);
+  int non_root_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The handler of each RPC of tpud.v1.Supervisor. Not itself a gRPC service:

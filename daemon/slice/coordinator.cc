@@ -71,10 +71,9 @@ void Coordinator::ResumePendingProposals() {
 
 void Coordinator::Stop() {
   {
-    std::lock_guard<std::mutex> lock(inputs_mu_);
+    absl::MutexLock lock(&inputs_mu_);
     stopping_ = true;
   }
-  inputs_cv_.notify_all();
   reset_cancel_.Cancel();
   if (thread_.joinable()) thread_.join();
   if (watcher_) watcher_->Stop();
@@ -83,12 +82,16 @@ void Coordinator::Stop() {
   keepalive_.reset();
 }
 
+bool Coordinator::HasInputs() const { return stopping_ || !inputs_.empty(); }
+
+bool Coordinator::EtcdReachable() const {
+  absl::MutexLock lock(&view_mu_);
+  return etcd_up_;
+}
+
 void Coordinator::Enqueue(Input input) {
-  {
-    std::lock_guard<std::mutex> lock(inputs_mu_);
-    inputs_.push_back(std::move(input));
-  }
-  inputs_cv_.notify_all();
+  absl::MutexLock lock(&inputs_mu_);
+  inputs_.push_back(std::move(input));
 }
 
 void Coordinator::Propose(const std::string& job, const GangProposal& proposal) {
@@ -147,7 +150,7 @@ bool Coordinator::IsThisTpud(const std::string& host, const std::string& state_d
 }
 
 std::string Coordinator::AttemptHeldElsewhere(const std::string& job) const {
-  std::lock_guard<std::mutex> lock(view_mu_);
+  absl::MutexLock lock(&view_mu_);
   const auto gang = gangs_.find(job);
   if (gang == gangs_.end()) return "";
   const auto held = gang->second.attempts.find(options_.worker_id);
@@ -176,7 +179,7 @@ void Coordinator::PublishEvents(const std::string& job, const WorkerEvents& even
 }
 
 SliceView Coordinator::View() const {
-  std::lock_guard<std::mutex> lock(view_mu_);
+  absl::MutexLock lock(&view_mu_);
   SliceView view;
   view.slice = options_.slice;
   view.worker_id = options_.worker_id;
@@ -204,17 +207,18 @@ std::int64_t Coordinator::NowUnixMs() const {
 void Coordinator::Run() {
   for (;;) {
     std::deque<Input> inputs;
+    bool stopping = false;
     {
-      std::unique_lock<std::mutex> lock(inputs_mu_);
-      inputs_cv_.wait_for(lock, options_.tick, [this] { return stopping_ || !inputs_.empty(); });
+      absl::MutexLock lock(&inputs_mu_);
+      inputs_mu_.AwaitWithTimeout(absl::Condition(static_cast<const Coordinator*>(this), &Coordinator::HasInputs), absl::FromChrono(options_.tick));
       inputs.swap(inputs_);
-      if (stopping_) {
-        lock.unlock();
-        Drain(inputs);
-        if (!proposals_.empty() && keepalive_ && etcd_up_) FlushProposals();
-        if (!attempt_writes_.empty() && keepalive_ && etcd_up_) FlushAttempts();
-        return;
-      }
+      stopping = stopping_;
+    }
+    if (stopping) {
+      Drain(inputs);
+      if (!proposals_.empty() && keepalive_ && EtcdReachable()) FlushProposals();
+      if (!attempt_writes_.empty() && keepalive_ && EtcdReachable()) FlushAttempts();
+      return;
     }
     Drain(inputs);
     if (!EnsureSession()) {
@@ -234,7 +238,7 @@ void Coordinator::Run() {
 
 void Coordinator::EtcdDown(const absl::Status& status) {
   absent_since_.clear();  // Absences are counted again from when etcd answers.
-  std::lock_guard<std::mutex> lock(view_mu_);
+  absl::MutexLock lock(&view_mu_);
   if (etcd_up_ || etcd_error_ != status.message()) {
     SPDLOG_WARN("slice {}: etcd: {}; training goes on, gang work waits for etcd", options_.slice,
                 std::string(status.message()));
@@ -368,7 +372,7 @@ bool Coordinator::ClaimMember() {
                                      "worker its own slice.worker_id")
                       : absl::StrCat("worker ", options_.worker_id, " is already held (", held.key,
                                      " is on another lease): this tpud does not join the slice while it is there");
-      std::lock_guard<std::mutex> lock(view_mu_);
+      absl::MutexLock lock(&view_mu_);
       if (member_conflict_ != conflict) {
         SPDLOG_ERROR("slice {}: {}", options_.slice, conflict);
         PostMembership(conflict);
@@ -388,7 +392,7 @@ bool Coordinator::ClaimMember() {
   }
   member_written_ = true;
   {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     if (!member_conflict_.empty()) {
       SPDLOG_INFO("slice {}: worker {} is free again", options_.slice, options_.worker_id);
       PostMembership("");
@@ -413,7 +417,7 @@ bool Coordinator::Load() {
     return false;
   }
   {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     members_.clear();
     leader_.reset();
     leader_lease_ = 0;
@@ -442,7 +446,7 @@ bool Coordinator::Load() {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     for (auto& [job, gang] : gangs_) {
       std::erase_if(gang.attempts, [&, &job = job](const auto& a) { return recorded.count({job, a.first}) == 0; });
     }
@@ -486,7 +490,7 @@ void Coordinator::NoteRevision(std::int64_t revision) {
 }
 
 void Coordinator::EtcdUp() {
-  std::lock_guard<std::mutex> lock(view_mu_);
+  absl::MutexLock lock(&view_mu_);
   if (etcd_up_) return;
   SPDLOG_INFO("slice {}: etcd reachable", options_.slice);
   etcd_up_ = true;
@@ -507,7 +511,7 @@ void Coordinator::Drain(std::deque<Input>& inputs) {
         attempt_writes_[input.job] = input.attempt;
         break;
       case Input::kJoin: {
-        std::lock_guard<std::mutex> lock(view_mu_);
+        absl::MutexLock lock(&view_mu_);
         gangs_[input.job].delivered.reset();  // Deliver the current commit again.
         break;
       }
@@ -551,7 +555,7 @@ void Coordinator::Drain(std::deque<Input>& inputs) {
 }
 
 void Coordinator::ApplyPut(const etcd::KeyValue& kv) {
-  std::lock_guard<std::mutex> lock(view_mu_);
+  absl::MutexLock lock(&view_mu_);
   if (std::optional<int> worker = keys_.MemberOf(kv.key)) {
     absl::StatusOr<MemberRecord> member = DecodeMember(kv.value);
     if (member.ok()) members_[*worker] = *member;
@@ -597,7 +601,7 @@ void Coordinator::ApplyPut(const etcd::KeyValue& kv) {
 }
 
 void Coordinator::ApplyDelete(const etcd::KeyValue& kv) {
-  std::lock_guard<std::mutex> lock(view_mu_);
+  absl::MutexLock lock(&view_mu_);
   if (std::optional<int> worker = keys_.MemberOf(kv.key)) {
     members_.erase(*worker);
     // Ours, deleted under a lease still alive (etcd's data wiped, or a
@@ -637,7 +641,7 @@ void Coordinator::Deliver() {
     if (proposal.intent == GangProposal::Intent::kStop) stop_pending.insert(job);
   }
   {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     for (auto& [job, gang] : gangs_) {
       if (gang.spec && gang.spec != gang.delivered_spec) {
         gang.delivered_spec = gang.spec;
@@ -768,7 +772,7 @@ bool Coordinator::FlushProposals() {
       std::optional<GenerationRecord> current;
       std::int64_t mod_revision = 0;
       {
-        std::lock_guard<std::mutex> lock(view_mu_);
+        absl::MutexLock lock(&view_mu_);
         const GangState& gang = gangs_[job];
         current = gang.record;
         mod_revision = gang.record_mod_revision;
@@ -834,7 +838,7 @@ bool Coordinator::FlushProposals() {
 
 bool Coordinator::Elect() {
   {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     if (leader_) return true;
   }
   etcd::Txn txn;
@@ -847,7 +851,7 @@ bool Coordinator::Elect() {
     return false;
   }
   if (result->succeeded) {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     leader_ = options_.worker_id;
     leader_lease_ = lease_.id;
     leader_create_revision_ = result->revision;
@@ -861,7 +865,7 @@ bool Coordinator::Elect() {
 bool Coordinator::FencedWrite(const std::string& job, const GenerationRecord& next) {
   std::int64_t mod_revision = 0;
   {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     mod_revision = gangs_[job].record_mod_revision;
   }
   const std::string key = keys_.generation(job);
@@ -899,7 +903,7 @@ void Coordinator::Lead() {
   std::set<int> members;
   std::vector<std::pair<std::string, GangState>> gangs;
   {
-    std::lock_guard<std::mutex> lock(view_mu_);
+    absl::MutexLock lock(&view_mu_);
     if (!leader_ || *leader_ != options_.worker_id || leader_lease_ != lease_.id) {
       absent_since_.clear();  // A later term counts absences afresh.
       return;
@@ -930,7 +934,7 @@ void Coordinator::Lead() {
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     LeaderStep step = Decide(record, members, gang.reports, options_.num_workers, options_.reset, uniform(random_), now);
     {
-      std::lock_guard<std::mutex> lock(view_mu_);
+      absl::MutexLock lock(&view_mu_);
       std::string& waiting_for = gangs_[job].waiting_for;
       if (step.report_timed_out && waiting_for != step.waiting_for) {
         SPDLOG_WARN("slice {}: job {}: generation {}: waiting for {}", options_.slice, job,
@@ -964,7 +968,7 @@ void Coordinator::Lead() {
     if (step.delay.count() > 0 && step.next.commit.phase == GangPhase::kStarting) {
       std::optional<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> due;
       {
-        std::lock_guard<std::mutex> lock(view_mu_);
+        absl::MutexLock lock(&view_mu_);
         due = gangs_[job].due;
         if (!due || due->first != record.commit.generation) {
           due = std::make_pair(record.commit.generation,
@@ -977,7 +981,7 @@ void Coordinator::Lead() {
     }
     if (!FencedWrite(job, step.next)) return;
     if (step.next.commit.phase == GangPhase::kStarting && record.counted) {
-      std::lock_guard<std::mutex> lock(view_mu_);
+      absl::MutexLock lock(&view_mu_);
       ++gang_restarts_;
     }
   }

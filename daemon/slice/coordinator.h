@@ -19,14 +19,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -34,7 +32,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/core/gang.h"
 #include "daemon/etcd/etcd_client.h"
 #include "daemon/slice/gang_rules.h"
@@ -165,6 +165,8 @@ class Coordinator final : public GangLink {
   };
 
   void Enqueue(Input input);
+  bool HasInputs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(inputs_mu_);  // Stopping, or an input waits.
+  bool EtcdReachable() const;
   void Run();
   // Each returns false when etcd failed (recorded in the view).
   bool EnsureSession();
@@ -212,10 +214,9 @@ class Coordinator final : public GangLink {
   std::int64_t max_revision_ = 0;  // The highest etcd revision seen (coordinator thread only).
 
   // Inputs from other threads.
-  std::mutex inputs_mu_;
-  std::condition_variable inputs_cv_;
-  std::deque<Input> inputs_;
-  bool stopping_ = false;
+  absl::Mutex inputs_mu_;
+  std::deque<Input> inputs_ ABSL_GUARDED_BY(inputs_mu_);
+  bool stopping_ ABSL_GUARDED_BY(inputs_mu_) = false;
   std::thread thread_;
 
   // Coordinator thread only.
@@ -237,16 +238,16 @@ class Coordinator final : public GangLink {
   std::mt19937_64 random_{std::random_device{}()};
 
   // Shared with View().
-  mutable std::mutex view_mu_;
-  bool etcd_up_ = false;
-  std::string etcd_error_;
-  std::int64_t etcd_down_since_unix_ms_ = 0;
-  std::string member_conflict_;
-  std::optional<int> leader_;
-  std::int64_t leader_lease_ = 0;
-  std::map<int, MemberRecord> members_;
-  std::map<std::string, GangState> gangs_;
-  std::int64_t gang_restarts_ = 0;
+  mutable absl::Mutex view_mu_;
+  bool etcd_up_ ABSL_GUARDED_BY(view_mu_) = false;
+  std::string etcd_error_ ABSL_GUARDED_BY(view_mu_);
+  std::int64_t etcd_down_since_unix_ms_ ABSL_GUARDED_BY(view_mu_) = 0;
+  std::string member_conflict_ ABSL_GUARDED_BY(view_mu_);
+  std::optional<int> leader_ ABSL_GUARDED_BY(view_mu_);
+  std::int64_t leader_lease_ ABSL_GUARDED_BY(view_mu_) = 0;
+  std::map<int, MemberRecord> members_ ABSL_GUARDED_BY(view_mu_);
+  std::map<std::string, GangState> gangs_ ABSL_GUARDED_BY(view_mu_);
+  std::int64_t gang_restarts_ ABSL_GUARDED_BY(view_mu_) = 0;
 };
 
 }  // namespace tpud::slice

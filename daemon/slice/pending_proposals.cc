@@ -63,7 +63,7 @@ bool PendingProposals::MustKeep(const GangProposal& proposal) {
 }
 
 absl::StatusOr<std::vector<PendingProposal>> PendingProposals::Load() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   kept_.clear();
   if (path_.empty()) return kept_;
   std::ifstream in(path_, std::ios::binary);
@@ -88,14 +88,14 @@ absl::StatusOr<std::vector<PendingProposal>> PendingProposals::Load() {
 
 absl::Status PendingProposals::Add(const std::string& job, const GangProposal& proposal) {
   if (path_.empty() || !MustKeep(proposal)) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   kept_.push_back(PendingProposal{job, proposal});
   return Save();
 }
 
 absl::Status PendingProposals::Remove(const std::string& job, const GangProposal& proposal) {
   if (path_.empty() || !MustKeep(proposal)) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = kept_.begin(); it != kept_.end(); ++it) {
     if (Same(*it, job, proposal)) {
       kept_.erase(it);

@@ -9,10 +9,11 @@
 #pragma once
 
 #include <filesystem>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/slice/records.h"
 
 namespace tpud::slice {
@@ -35,11 +36,11 @@ class PendingProposals {
   absl::Status Remove(const std::string& job, const GangProposal& proposal);
 
  private:
-  absl::Status Save();  // Requires mu_.
+  absl::Status Save() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::filesystem::path path_;
-  std::mutex mu_;
-  std::vector<PendingProposal> kept_;  // Guarded by mu_.
+  absl::Mutex mu_;
+  std::vector<PendingProposal> kept_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tpud::slice

@@ -4,15 +4,17 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace tpud {
 
@@ -28,7 +30,7 @@ class FanoutQueue {
   // Adds `item` unless the queue already holds `max_cost` worth of items, in
   // which case the item is counted as dropped.
   void Push(const T& item, std::size_t cost) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (closed_) return;
     if (cost_ + cost > max_cost_ && !items_.empty()) {
       dropped_ += cost;
@@ -36,13 +38,12 @@ class FanoutQueue {
     }
     items_.emplace_back(item, cost);
     cost_ += cost;
-    cv_.notify_one();
   }
 
   // Waits up to `timeout` for an item. nullopt on timeout or once closed and empty.
   std::optional<T> Pop(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, timeout, [this] { return !items_.empty() || closed_; });
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(static_cast<const FanoutQueue*>(this), &FanoutQueue::Ready), absl::FromChrono(timeout));
     if (items_.empty()) return std::nullopt;
     auto [item, cost] = std::move(items_.front());
     items_.pop_front();
@@ -52,30 +53,30 @@ class FanoutQueue {
 
   // Cost dropped since the last call.
   std::uint64_t TakeDropped() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return std::exchange(dropped_, 0);
   }
 
   void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     closed_ = true;
-    cv_.notify_all();
   }
 
   bool closed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return closed_ && items_.empty();
   }
 
  private:
+  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !items_.empty() || closed_; }
+
   const std::string job_;  // Empty: every job.
   const std::size_t max_cost_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<T, std::size_t>> items_;
-  std::size_t cost_ = 0;
-  std::uint64_t dropped_ = 0;
-  bool closed_ = false;
+  mutable absl::Mutex mu_;
+  std::deque<std::pair<T, std::size_t>> items_ ABSL_GUARDED_BY(mu_);
+  std::size_t cost_ ABSL_GUARDED_BY(mu_) = 0;
+  std::uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // The set of readers. Thread-safety: all methods are thread-safe.
@@ -87,14 +88,14 @@ class Fanout {
   // A new reader of items for `job` (empty: all jobs).
   std::shared_ptr<Queue> Subscribe(const std::string& job, std::size_t max_cost) {
     auto queue = std::make_shared<Queue>(job, max_cost);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (closed_) queue->Close();
     readers_.push_back(queue);
     return queue;
   }
 
   void Publish(const std::string& job, const T& item, std::size_t cost) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = readers_.begin(); it != readers_.end();) {
       std::shared_ptr<Queue> reader = it->lock();
       if (!reader) {
@@ -107,13 +108,13 @@ class Fanout {
   }
 
   bool HasReaders() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return !readers_.empty();
   }
 
   // Wakes and ends every reader (daemon shutdown).
   void CloseAll() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     closed_ = true;
     for (auto& weak : readers_) {
       if (auto reader = weak.lock()) reader->Close();
@@ -121,9 +122,9 @@ class Fanout {
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::weak_ptr<Queue>> readers_;
-  bool closed_ = false;
+  mutable absl::Mutex mu_;
+  std::vector<std::weak_ptr<Queue>> readers_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tpud

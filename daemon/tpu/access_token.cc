@@ -12,7 +12,7 @@ AccessTokenSource::AccessTokenSource(std::shared_ptr<const MetadataClient> metad
     : metadata_(std::move(metadata)), clock_(std::move(clock)), refresh_margin_(refresh_margin) {}
 
 absl::StatusOr<std::string> AccessTokenSource::Token(CancelToken* cancel) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const SteadyTime now = clock_->Now();
   if (!token_.empty() && now < refresh_at_) return token_;
   absl::StatusOr<MetadataValue> answer = metadata_->Get(kDefaultTokenKey, cancel);
@@ -31,7 +31,7 @@ absl::StatusOr<std::string> AccessTokenSource::Token(CancelToken* cancel) {
 }
 
 void AccessTokenSource::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   token_.clear();
 }
 

@@ -6,9 +6,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "daemon/gce/metadata_client.h"
 #include "daemon/tpu/wait_clock.h"
@@ -34,9 +35,9 @@ class AccessTokenSource {
   const std::shared_ptr<const MetadataClient> metadata_;
   const std::shared_ptr<WaitClock> clock_;
   const Seconds refresh_margin_;
-  std::mutex mu_;
-  std::string token_;      // Guarded by mu_; empty: none cached.
-  SteadyTime refresh_at_;  // Guarded by mu_.
+  absl::Mutex mu_;
+  std::string token_ ABSL_GUARDED_BY(mu_);  // Empty: none cached.
+  SteadyTime refresh_at_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tpud

@@ -59,7 +59,7 @@ CloudTpuControl::CloudTpuControl(TpuConfig config, std::shared_ptr<const Metadat
     : config_(std::move(config)), metadata_(std::move(metadata)), clock_(std::move(clock)) {}
 
 absl::StatusOr<TpuTarget> CloudTpuControl::Target(CancelToken* cancel) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (target_) return *target_;
   absl::StatusOr<TpuTarget> target = ResolveTpuTarget(config_, *metadata_, cancel);
   if (target.ok()) target_ = *target;

@@ -5,10 +5,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/tpu/tpu_control.h"
 
 namespace tpud {
@@ -54,8 +55,8 @@ class CloudTpuControl : public TpuControl {
   const TpuConfig config_;
   const std::shared_ptr<const MetadataClient> metadata_;
   const std::shared_ptr<WaitClock> clock_;
-  std::mutex mu_;
-  std::optional<TpuTarget> target_;  // Guarded by mu_; set once resolved.
+  absl::Mutex mu_;
+  std::optional<TpuTarget> target_ ABSL_GUARDED_BY(mu_);  // Set once resolved.
 };
 
 }  // namespace tpud

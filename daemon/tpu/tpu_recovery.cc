@@ -64,7 +64,7 @@ TpuRecovery::TpuRecovery(boost::asio::io_context& io, TpuConfig config, TpuReset
       clock_(std::move(backends.clock)),
       budget_(policy),
       worker_([this] { WorkerLoop(); }) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const TpuControl* backend : {node_.get(), local_.get()}) {
     if (backend == nullptr) continue;
     resets_total_[{backend->name(), "ok"}] = 0;
@@ -74,12 +74,11 @@ TpuRecovery::TpuRecovery(boost::asio::io_context& io, TpuConfig config, TpuReset
 
 TpuRecovery::~TpuRecovery() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     queue_.clear();
     if (current_cancel_ != nullptr) current_cancel_->Cancel();
   }
-  wake_.notify_all();
   worker_.join();
 }
 
@@ -105,7 +104,7 @@ absl::Status TpuRecovery::ResetByHand(const std::string& backend, std::vector<in
 void TpuRecovery::RefreshNode() {
   if (!node_) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (refresh_queued_) return;
     refresh_queued_ = true;
   }
@@ -116,26 +115,27 @@ void TpuRecovery::RefreshNode() {
 }
 
 std::optional<std::pair<TpuNode, SteadyTime>> TpuRecovery::CachedNode() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return node_cache_;
 }
 
 absl::StatusOr<TpuNode> TpuRecovery::DescribeAndCache(CancelToken* cancel) const {
   absl::StatusOr<TpuNode> node = node_->Describe(cancel);
   if (node.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     node_cache_.emplace(*node, clock_->Now());
   }
   return node;
 }
 
+bool TpuRecovery::HasWork() const { return stopping_ || !queue_.empty(); }
+
 void TpuRecovery::Enqueue(Task task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     queue_.push_back(std::move(task));
   }
-  wake_.notify_all();
 }
 
 void TpuRecovery::WorkerLoop() {
@@ -143,8 +143,8 @@ void TpuRecovery::WorkerLoop() {
     Task task;
     CancelToken cancel;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(static_cast<const TpuRecovery*>(this), &TpuRecovery::HasWork));
       if (stopping_) return;
       task = std::move(queue_.front());
       queue_.pop_front();
@@ -154,13 +154,13 @@ void TpuRecovery::WorkerLoop() {
     }
     if (task.refresh) {
       (void)DescribeAndCache(&cancel);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       current_cancel_ = nullptr;
       continue;
     }
     TpuResetResult result = task.by_hand ? RunByHand(task, &cancel) : RunLadder(task, &cancel);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       current_cancel_ = nullptr;
       running_.clear();
       if (stopping_) return;
@@ -184,7 +184,7 @@ TpuPlan TpuRecovery::Plan(const Task& task, CancelToken* cancel) {
       in.describe_error = std::string(node.status().message());
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = last_local_.find(task.request.job);
   in.escalate = it != last_local_.end() && it->second.first == in.failure_class &&
                 clock_->Now() - it->second.second < kEscalationWindow;
@@ -208,7 +208,7 @@ TpuResetResult TpuRecovery::RunLadder(const Task& task, CancelToken* cancel) {
   }
   const TpuResetResult result = RunWithEscalation(plan.rung, MakeCall(cancel, task.request.spare_pgids, who));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (result.backend == "local" && result.status.ok()) {
       last_local_[task.request.job] = {task.request.failure_class, clock_->Now()};
     } else {
@@ -220,13 +220,13 @@ TpuResetResult TpuRecovery::RunLadder(const Task& task, CancelToken* cancel) {
 }
 
 bool TpuRecovery::CoveredByNodeReset(TpuRung rung, SteadyTime enqueued) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return rung == TpuRung::kNodeReset && last_node_reset_end_ && *last_node_reset_end_ > enqueued;
 }
 
 absl::Status TpuRecovery::Admit(CancelToken* cancel) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!budget_.Allows(clock_->Now())) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "not reset: tpu.reset.max_resets_per_hour (", budget_.policy().max_resets_per_hour, ") reached"));
@@ -258,7 +258,7 @@ TpuResetResult TpuRecovery::RunByHand(const Task& task, CancelToken* cancel) {
 absl::Status TpuRecovery::ThrottleBeforeReset(CancelToken* cancel) {
   Seconds wait{0};
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     wait = budget_.WaitBefore(clock_->Now());
   }
   if (wait <= Seconds(0)) return absl::OkStatus();
@@ -277,7 +277,7 @@ TpuResetResult TpuRecovery::RunRung(TpuRung rung, const TpuCall& call) {
     case TpuRung::kNone: break;
   }
   const SteadyTime end = clock_->Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (Acts(rung)) budget_.Record(start, end);
   if (rung == TpuRung::kNodeReset || rung == TpuRung::kNodeStart) node_cache_.reset();  // The node changed.
   if (status.ok() && (rung == TpuRung::kNodeReset || rung == TpuRung::kNodeStart)) last_node_reset_end_ = end;
@@ -316,7 +316,7 @@ void TpuRecovery::Remember(const Task& task, const std::string& rung, const std:
                 result.status.ok() ? "done" : "failed", FormatSeconds(result.duration),
                 result.status.ok() ? "ok" : std::string(result.status.message()));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   last_ = TpuResetRecord{task.request.job, rung, why, result, std::chrono::system_clock::now()};
   if (result.attempted) {
     // "local,api" (a failed local reset escalated to the node): the node's.
@@ -330,14 +330,14 @@ absl::StatusOr<TpuNode> TpuRecovery::Describe(CancelToken* cancel, Seconds max_a
     return absl::FailedPreconditionError("no node backend (tpu.reset.backend is local): nothing to describe");
   }
   if (max_age > Seconds::zero()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (node_cache_ && clock_->Now() - node_cache_->second <= max_age) return node_cache_->first;
   }
   return DescribeAndCache(cancel);
 }
 
 TpuRecoveryStatus TpuRecovery::Status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   TpuRecoveryStatus status;
   status.node_backend = node_ ? node_->name() : "";
   status.local_backend = local_ != nullptr;

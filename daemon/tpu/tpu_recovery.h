@@ -11,20 +11,20 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/core/job_spec.h"
 #include "daemon/tpu/reset_request.h"
 #include "daemon/tpu/reset_budget.h"
@@ -136,6 +136,7 @@ class TpuRecovery {
   };
 
   void Enqueue(Task task);
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // Stopping, or a task waits.
   void WorkerLoop();
   TpuResetResult RunLadder(const Task& task, CancelToken* cancel);
   TpuResetResult RunByHand(const Task& task, CancelToken* cancel);
@@ -156,20 +157,19 @@ class TpuRecovery {
   const std::unique_ptr<TpuControl> local_;
   const std::shared_ptr<WaitClock> clock_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<Task> queue_;                 // Guarded by mu_.
-  bool stopping_ = false;                  // Guarded by mu_.
-  CancelToken* current_cancel_ = nullptr;  // Guarded by mu_: the call in flight.
-  std::string running_;                    // Guarded by mu_.
-  mutable ResetBudget budget_;             // Guarded by mu_.
-  std::optional<SteadyTime> last_node_reset_end_;  // Guarded by mu_: a successful one.
-  // Job -> (class, end) of its last successful local reset, for escalation. Guarded by mu_.
-  std::map<std::string, std::pair<FailureClass, SteadyTime>> last_local_;
-  std::optional<TpuResetRecord> last_;     // Guarded by mu_.
-  mutable std::optional<std::pair<TpuNode, SteadyTime>> node_cache_;  // Guarded by mu_.
-  bool refresh_queued_ = false;            // Guarded by mu_.
-  std::map<std::pair<std::string, std::string>, std::int64_t> resets_total_;  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  std::deque<Task> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  CancelToken* current_cancel_ ABSL_GUARDED_BY(mu_) = nullptr;  // The call in flight.
+  std::string running_ ABSL_GUARDED_BY(mu_);
+  mutable ResetBudget budget_ ABSL_GUARDED_BY(mu_);
+  std::optional<SteadyTime> last_node_reset_end_ ABSL_GUARDED_BY(mu_);  // Of a successful one.
+  // Job -> (class, end) of its last successful local reset, for escalation.
+  std::map<std::string, std::pair<FailureClass, SteadyTime>> last_local_ ABSL_GUARDED_BY(mu_);
+  std::optional<TpuResetRecord> last_ ABSL_GUARDED_BY(mu_);
+  mutable std::optional<std::pair<TpuNode, SteadyTime>> node_cache_ ABSL_GUARDED_BY(mu_);
+  bool refresh_queued_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::pair<std::string, std::string>, std::int64_t> resets_total_ ABSL_GUARDED_BY(mu_);
   std::thread worker_;                     // Last: started once the rest is built.
 };
 
