@@ -271,8 +271,12 @@ void Job::LaunchAttempt() {
       attempt_ = std::move(*launched);
       attempt_env_ = launch.env;
       // A starting attempt (the shim's report is on its way) says how it
-      // went through OnStarted; the loop goes on meanwhile.
-      if (attempt_->starting()) return;
+      // went through OnStarted; the loop goes on meanwhile, and status must
+      // not show the last attempt's progress as this one's.
+      if (attempt_->starting()) {
+        progress_.reset();
+        return;
+      }
       AttemptRunning();
     } else {
       status = launched.status();
