@@ -25,17 +25,18 @@ IncidentCapturer::IncidentCapturer(boost::asio::io_context& io, incident::Captur
 }
 
 IncidentCapturer::~IncidentCapturer() {
-  std::unique_lock<std::mutex> lock(shared_->mu);
-  shared_->stopping = true;
-  shared_->queue.clear();  // Their Jobs are gone with the loop.
-  shared_->cv.notify_all();
-  if (shared_->cv.wait_for(lock, kShutdownWait, [this] { return shared_->exited; })) {
-    lock.unlock();
+  bool exited = false;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->stopping = true;
+    shared_->queue.clear();  // Their Jobs are gone with the loop.
+    exited = shared_->mu.AwaitWithTimeout(absl::Condition(&shared_->exited), absl::FromChrono(kShutdownWait));
+    if (!exited) shared_->io = nullptr;
+  }
+  if (exited) {
     worker_.join();
     return;
   }
-  shared_->io = nullptr;
-  lock.unlock();
   spdlog::warn("incident capture still running after {} s (a process it reads is stuck in the kernel); "
                "exiting without it",
                kShutdownWait.count());
@@ -45,18 +46,17 @@ IncidentCapturer::~IncidentCapturer() {
 void IncidentCapturer::Enqueue(Queued queued) {
   std::function<void()> dropped;
   {
-    std::lock_guard<std::mutex> lock(shared_->mu);
+    absl::MutexLock lock(&shared_->mu);
     if (shared_->stopping) return;
     if (shared_->queue.size() < kMaxQueued || !queued.retire.empty()) {
       shared_->queue.push_back(std::move(queued));
-      shared_->cv.notify_one();
       return;
     }
     dropped = std::move(queued.done);
   }
   spdlog::warn("job {}: incident bundle {} not captured: {} captures already waiting", queued.request.job,
                queued.request.number, kMaxQueued);
-  std::lock_guard<std::mutex> lock(shared_->mu);
+  absl::MutexLock lock(&shared_->mu);
   if (shared_->io != nullptr) boost::asio::post(*shared_->io, std::move(dropped));
 }
 
@@ -109,11 +109,10 @@ void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident
   for (;;) {
     Queued next;
     {
-      std::unique_lock<std::mutex> lock(shared->mu);
-      shared->cv.wait(lock, [&] { return shared->stopping || !shared->queue.empty(); });
+      absl::MutexLock lock(&shared->mu);
+      shared->mu.Await(absl::Condition(static_cast<const Shared*>(shared.get()), &Shared::HasWork));
       if (shared->stopping) {
         shared->exited = true;
-        shared->cv.notify_all();
         return;
       }
       next = std::move(shared->queue.front());
@@ -149,7 +148,7 @@ void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident
     bool more = false;
     {
       // The Job first: a hang's stop signal waits for this.
-      std::lock_guard<std::mutex> lock(shared->mu);
+      absl::MutexLock lock(&shared->mu);
       if (shared->io != nullptr) boost::asio::post(*shared->io, std::move(next.done));
       more = !shared->queue.empty();
     }

@@ -4,14 +4,14 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/config/config.h"
 #include "daemon/incident/bundle.h"
 #include "daemon/supervisor/supervisor.h"
@@ -63,12 +63,12 @@ class IncidentCapturer {
   };
   // Shared by the worker thread, which may outlive this object (see the destructor).
   struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<Queued> queue;               // Guarded by mu.
-    bool stopping = false;                  // Guarded by mu.
-    bool exited = false;                    // Guarded by mu: the worker returned.
-    boost::asio::io_context* io = nullptr;  // Guarded by mu; null once abandoned.
+    absl::Mutex mu;
+    std::deque<Queued> queue ABSL_GUARDED_BY(mu);
+    bool stopping ABSL_GUARDED_BY(mu) = false;
+    bool exited ABSL_GUARDED_BY(mu) = false;                   // The worker returned.
+    boost::asio::io_context* io ABSL_GUARDED_BY(mu) = nullptr;  // Null once abandoned.
+    bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping || !queue.empty(); }
   };
   static void Run(const std::shared_ptr<Shared>& shared, const incident::CaptureOptions& options);
   static void RetireNow(const incident::CaptureOptions& options, const std::string& job);

@@ -8,12 +8,13 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/classify/builtin_rules.h"
 #include "daemon/classify/line_severity.h"
 
@@ -72,9 +73,9 @@ absl::StatusOr<std::shared_ptr<const FailureClassifier>> FailureClassifier::Crea
 
 absl::StatusOr<std::shared_ptr<const FailureClassifier>> FailureClassifier::Shared(
     const std::vector<FailureRule>& user_rules) {
-  static std::mutex mu;
+  ABSL_CONST_INIT static absl::Mutex mu(absl::kConstInit);
   static std::map<std::vector<FailureRule>, std::weak_ptr<const FailureClassifier>> cache;
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   if (std::shared_ptr<const FailureClassifier> found = cache[user_rules].lock()) return found;
   absl::StatusOr<std::shared_ptr<const FailureClassifier>> created = Create(user_rules);
   if (!created.ok()) return created;

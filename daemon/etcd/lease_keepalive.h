@@ -15,9 +15,9 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "daemon/etcd/endpoints.h"
 #include "daemon/etcd/etcd_client.h"
@@ -56,7 +56,7 @@ class GrpcLeaseKeepAlive final : public LeaseKeepAlive {
   int failures_ = 0;  // Keepalive thread only: streams broken since the last renewal.
   std::atomic<bool> alive_{true};
   StopControl control_;
-  std::mutex join_mu_;
+  absl::Mutex join_mu_;  // Held while joining thread_.
   std::thread thread_;
 };
 

@@ -36,12 +36,12 @@ bool StopControl::SleepUntil(Deadline until) {
   return !stopping_;
 }
 
-void JoinUnlessSelf(std::thread& thread, std::mutex& join_mu) {
+void JoinUnlessSelf(std::thread& thread, absl::Mutex& join_mu) {
   // Checked before locking: the worker, stopping itself from a callback while
   // its owner joins it, must not wait for the owner's lock. (The worker reads
   // the id before it ends; join() clears it only after.)
   if (thread.get_id() == std::this_thread::get_id()) return;
-  std::lock_guard<std::mutex> lock(join_mu);
+  absl::MutexLock lock(&join_mu);
   if (thread.joinable()) thread.join();
 }
 

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -35,6 +34,6 @@ class StopControl {
 
 // Joins `thread` unless called on it (a callback stopping its own worker);
 // several threads may call it at once.
-void JoinUnlessSelf(std::thread& thread, std::mutex& join_mu);
+void JoinUnlessSelf(std::thread& thread, absl::Mutex& join_mu);
 
 }  // namespace tpud::etcd

@@ -14,7 +14,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -70,7 +69,7 @@ class GrpcWatcher final : public Watcher {
   bool running_ ABSL_GUARDED_BY(mu_) = true;
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);  // Why the last stream broke or the watch ended.
   StopControl control_;
-  std::mutex join_mu_;
+  absl::Mutex join_mu_;  // Held while joining thread_.
   std::thread thread_;
 };
 

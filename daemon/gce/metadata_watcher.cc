@@ -35,10 +35,9 @@ void MetadataWatcher::Start() {
 
 void MetadataWatcher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
   for (auto& watch : watches_) watch->cancel.Cancel();
   for (auto& watch : watches_) {
     if (watch->thread.joinable()) watch->thread.join();
@@ -46,13 +45,13 @@ void MetadataWatcher::Stop() {
 }
 
 bool MetadataWatcher::stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stopping_;
 }
 
 bool MetadataWatcher::SleepUnlessStopped(Seconds delay) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !stop_cv_.wait_for(lock, delay, [this] { return stopping_; });
+  absl::MutexLock lock(&mu_);
+  return !mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(std::chrono::duration_cast<std::chrono::nanoseconds>(delay)));
 }
 
 void MetadataWatcher::Run(Watch& w) {

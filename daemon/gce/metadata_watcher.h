@@ -10,14 +10,14 @@
 // change, ETag): https://cloud.google.com/compute/docs/metadata/querying-metadata.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/core/clock.h"
 #include "daemon/gce/metadata_client.h"
 
@@ -65,9 +65,8 @@ class MetadataWatcher {
   OnChange on_change_;
   MetadataWatcherOptions options_;
   std::vector<std::unique_ptr<Watch>> watches_;
-  mutable std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tpud

@@ -6,7 +6,6 @@
 #include <functional>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -14,7 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/state/sqlite_db.h"
 #include "daemon/state/sqlite_schema.h"
 #include "daemon/state/state_store.h"
@@ -243,7 +244,7 @@ class SqliteStateStore final : public StateStore {
 
   absl::Status PutJob(const JobRecord& job) override {
     if (absl::Status s = CheckJobRecord(job); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return InTransaction([&] {
       ScopedReset reset(*put_job_);
       BindJob(*put_job_, job);
@@ -254,12 +255,12 @@ class SqliteStateStore final : public StateStore {
   // PASSIVE never waits for readers; the WAL is fsynced before any copying
   // (https://www.sqlite.org/wal.html#ckpt), which is what makes it durable.
   absl::Status Sync() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return db_->Exec("PRAGMA wal_checkpoint(PASSIVE)");
   }
 
   absl::Status DeleteJob(const std::string& name, bool with_history) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return InTransaction([&] {
       for (Statement* stmt : {delete_job_.get(), delete_incidents_.get(), delete_events_.get()}) {
         if (!with_history && stmt != delete_job_.get()) break;
@@ -271,7 +272,7 @@ class SqliteStateStore final : public StateStore {
   }
 
   absl::StatusOr<std::vector<JobRecord>> LoadJobs() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ScopedReset reset(*load_jobs_);
     std::vector<JobRecord> jobs;
     for (;;) {
@@ -286,7 +287,7 @@ class SqliteStateStore final : public StateStore {
 
   absl::StatusOr<std::int64_t> OpenIncident(const IncidentRecord& incident) override {
     if (absl::Status s = CheckIncidentRecord(incident); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::int64_t id = 0;
     absl::Status status = InTransaction([&] {
       ScopedReset reset(*insert_incident_);
@@ -303,7 +304,7 @@ class SqliteStateStore final : public StateStore {
 
   absl::Status UpdateIncident(const IncidentRecord& incident) override {
     if (absl::Status s = CheckIncidentRecord(incident); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return InTransaction([&] {
       ScopedReset reset(*update_incident_);
       update_incident_->Bind(1, incident.id);
@@ -318,21 +319,21 @@ class SqliteStateStore final : public StateStore {
 
   absl::StatusOr<std::vector<IncidentRecord>> ListIncidents(const std::string& job,
                                                             int limit) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ScopedReset reset(*list_incidents_);
     list_incidents_->Bind(1, job).Bind(2, std::int64_t{limit > 0 ? limit : -1});  // -1: no limit.
     return ReadIncidents(*list_incidents_);
   }
 
   absl::StatusOr<std::vector<IncidentRecord>> OpenIncidents() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ScopedReset reset(*open_incidents_);
     return ReadIncidents(*open_incidents_);
   }
 
   absl::StatusOr<std::int64_t> AppendEvent(const EventRecord& event) override {
     if (absl::Status s = CheckEventRecord(event); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::int64_t id = 0;
     absl::Status status = InTransaction([&] {
       ScopedReset reset(*insert_event_);
@@ -348,7 +349,7 @@ class SqliteStateStore final : public StateStore {
   }
 
   absl::StatusOr<std::vector<EventRecord>> ListEvents(int limit) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ScopedReset reset(*list_events_);
     list_events_->Bind(1, std::int64_t{limit > 0 ? limit : -1});
     std::vector<EventRecord> events;
@@ -362,15 +363,15 @@ class SqliteStateStore final : public StateStore {
 
  private:
   // Deletes `job`'s incidents beyond its newest kIncidentsKeptPerJob. In a
-  // transaction, under mu_.
+  // transaction, under mu_ (not annotated: it runs inside InTransaction's
+  // lambdas).
   absl::Status PruneIncidents(const std::string& job) {
     ScopedReset reset(*prune_incidents_);
     return prune_incidents_->Bind(1, job).Run();
   }
 
   // Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back when any fails.
-  // Requires mu_.
-  absl::Status InTransaction(const std::function<absl::Status()>& body) {
+  absl::Status InTransaction(const std::function<absl::Status()>& body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::Status status = RunReset(*begin_);
     if (!status.ok()) return status;
     status = body();
@@ -384,7 +385,10 @@ class SqliteStateStore final : public StateStore {
     return stmt.Run();
   }
 
-  std::mutex mu_;
+  // Held by every public method. The statements are not annotated: the
+  // bodies given to InTransaction are lambdas, which the analysis checks
+  // without the caller's lock.
+  absl::Mutex mu_;
   std::unique_ptr<Db> db_;  // Declared first: outlives the statements below.
   std::unique_ptr<Statement> begin_, commit_, rollback_;
   std::unique_ptr<Statement> put_job_, delete_job_, load_jobs_;

@@ -1,9 +1,11 @@
 #include "daemon/tpu/wait_clock.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace tpud {
 namespace {
@@ -16,9 +18,8 @@ class SystemClock final : public WaitClock {
 
 // One Sleep's wake-up state; the token's waker points at it until removed.
 struct Sleeper {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool woken = false;  // Guarded by mu.
+  absl::Mutex mu;
+  bool woken ABSL_GUARDED_BY(mu) = false;
 };
 
 absl::Status SystemClock::Sleep(std::chrono::nanoseconds duration, CancelToken* cancel) {
@@ -27,15 +28,14 @@ absl::Status SystemClock::Sleep(std::chrono::nanoseconds duration, CancelToken* 
   std::uint64_t waker = 0;
   if (cancel != nullptr) {
     waker = cancel->AddWaker([&sleeper] {
-      std::lock_guard<std::mutex> lock(sleeper.mu);
+      absl::MutexLock lock(&sleeper.mu);
       sleeper.woken = true;
-      sleeper.cv.notify_all();
     });
     if (waker == 0) return absl::CancelledError("wait cancelled");
   }
   {
-    std::unique_lock<std::mutex> lock(sleeper.mu);
-    sleeper.cv.wait_until(lock, until, [&] { return sleeper.woken; });
+    absl::MutexLock lock(&sleeper.mu);
+    sleeper.mu.AwaitWithTimeout(absl::Condition(&sleeper.woken), absl::FromChrono(until - Now()));
   }
   if (cancel != nullptr) cancel->RemoveWaker(waker);
   if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("wait cancelled");
