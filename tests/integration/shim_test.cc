@@ -132,7 +132,9 @@ TEST_CASE("Shim: a missing executable or working dir is the same clear error as 
 fs::path HeldShim(const TempDir& dir, bool ever) {
   const fs::path wrapper = dir.path() / "held-shim";
   std::ofstream(wrapper) << "#!/bin/sh\necho $$ > " << (dir.path() / "wrapper.pid").string() << "\n"
-                         << "while [ ! -e " << (dir.path() / "GO").string() << " ]; do sleep 0.02; done\n"
+                         // Gives up when the test's directory is gone: a failed test leaves nothing looping.
+                         << "while [ ! -e " << (dir.path() / "GO").string() << " ]; do [ -d " << dir.path().string()
+                         << " ] || exit 1; sleep 0.02; done\n"
                          << (ever ? "exec " TPUD_SHIM_BIN " \"$@\"\n" : "sleep 300\n");
   fs::permissions(wrapper, fs::perms(0755));
   return wrapper;
