@@ -110,7 +110,7 @@ void IncidentCapturer::Run(const std::shared_ptr<Shared>& shared, const incident
     Queued next;
     {
       absl::MutexLock lock(&shared->mu);
-      shared->mu.Await(absl::Condition(static_cast<const Shared*>(shared.get()), &Shared::HasWork));
+      shared->mu.Await(absl::Condition(shared.get(), &Shared::HasWork));
       if (shared->stopping) {
         shared->exited = true;
         return;

@@ -51,7 +51,8 @@ bool MetadataWatcher::stopping() const {
 
 bool MetadataWatcher::SleepUnlessStopped(Seconds delay) {
   absl::MutexLock lock(&mu_);
-  return !mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(std::chrono::duration_cast<std::chrono::nanoseconds>(delay)));
+  const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(delay);
+  return !mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(timeout));
 }
 
 void MetadataWatcher::Run(Watch& w) {

@@ -175,11 +175,8 @@ class ShimSession : public std::enable_shared_from_this<ShimSession> {
     reconnect_timer_.expires_after(kReconnectDelay);
     reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->observer_ == nullptr) return;
-      FrameStream::Socket socket(self->io_);
-      boost::system::error_code connect_ec;
-      socket.connect(asio::local::stream_protocol::endpoint((self->dir_ / shim::kSocketFile).string()),
-                     connect_ec);
-      if (!connect_ec) return self->Attach(std::move(socket));
+      absl::StatusOr<FrameStream::Socket> socket = ConnectToShim(self->io_, self->dir_);
+      if (socket.ok()) return self->Attach(std::move(*socket));
       self->OnDisconnected();  // Exit written meanwhile, shim died, or retry.
     });
   }
@@ -255,6 +252,21 @@ class ShimSession : public std::enable_shared_from_this<ShimSession> {
   bool ending_ = false;
 };
 
+absl::StatusOr<FrameStream::Socket> ConnectToShim(asio::io_context& io, const fs::path& attempt_dir) {
+  FrameStream::Socket socket(io);
+  const fs::path path = attempt_dir / shim::kSocketFile;
+  boost::system::error_code ec;
+  socket.connect(asio::local::stream_protocol::endpoint(path.string()), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("tpud-shim: connect ", path.string(), ": ", ec.message()));
+  return socket;
+}
+
+void RemoveUnstartedAttempt(const fs::path& attempt_dir, const fs::path& cgroup) {
+  std::error_code ec;
+  fs::remove_all(attempt_dir, ec);
+  if (!cgroup.empty()) (void)RemoveCgroup(cgroup);
+}
+
 void ReapChildLater(asio::io_context& io, int pid) {
   struct Reaper : std::enable_shared_from_this<Reaper> {
     Reaper(asio::io_context& io, int pid) : timer(io), pid(pid) {}
@@ -311,7 +323,7 @@ class ShimStart : public std::enable_shared_from_this<ShimStart> {
     timer_.cancel();
     boost::system::error_code ec;
     report_.close(ec);
-    if (!finished_) ReapFirstShimLater();
+    ReapFirstShimLater();
     if (session_) session_->Detach();
   }
 
@@ -339,34 +351,23 @@ class ShimStart : public std::enable_shared_from_this<ShimStart> {
 
   void OnReport() {
     // The first shim process exits right after forking the real one, before
-    // the report's end of file: this does not wait.
-    if (first_shim_pid_ > 0) ::waitpid(first_shim_pid_, nullptr, 0);
-    first_shim_reaped_ = true;
+    // the report's end of file: Finish's wait does not block.
     absl::StatusOr<shim::ShimReady> ready = shim::ParseReadyReport(text_);
     if (!ready.ok()) {
-      // A spawn error leaves nothing running.
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-      if (!cgroup_.empty()) (void)RemoveCgroup(cgroup_);
+      RemoveUnstartedAttempt(dir_, cgroup_);  // A spawn error leaves nothing running.
       return Finish(ready.status());
     }
     absl::StatusOr<shim::ShimState> state = shim::ReadStateFile(dir_ / shim::kStateFile);
-    FrameStream::Socket socket(io_);
-    boost::system::error_code connect_ec;
-    if (state.ok()) {
-      socket.connect(asio::local::stream_protocol::endpoint((dir_ / shim::kSocketFile).string()), connect_ec);
-    }
-    if (!state.ok() || connect_ec) {
+    absl::StatusOr<FrameStream::Socket> socket =
+        state.ok() ? ConnectToShim(io_, dir_) : absl::StatusOr<FrameStream::Socket>(state.status());
+    if (!socket.ok()) {
       // A trainer nobody watches must not run on next to a retry. Its zombie
       // stays unreaped until exit.json is written, so the pgid is still its.
       ::kill(-ready->trainer_pid, SIGKILL);
-      return Finish(absl::InternalError(
-          !state.ok() ? std::string(state.status().message())
-                      : absl::StrCat("tpud-shim: connect ", (dir_ / shim::kSocketFile).string(), ": ",
-                                     connect_ec.message())));
+      return Finish(absl::InternalError(socket.status().message()));
     }
     session_ = std::make_shared<ShimSession>(io_, dir_, *state, observer_);
-    session_->Attach(std::move(socket));
+    session_->Attach(std::move(*socket));
     for (int signal : std::exchange(pending_signals_, {})) session_->Signal(signal);
     Finish(absl::OkStatus());
   }
@@ -376,10 +377,8 @@ class ShimStart : public std::enable_shared_from_this<ShimStart> {
     timer_.cancel();
     boost::system::error_code ec;
     report_.close(ec);
-    if (!first_shim_reaped_ && first_shim_pid_ > 0) {
-      ::waitpid(first_shim_pid_, nullptr, 0);  // SIGKILLed above: it is gone at once.
-      first_shim_reaped_ = true;
-    }
+    // Exited (or SIGKILLed above): gone at once.
+    if (first_shim_pid_ > 0) ::waitpid(std::exchange(first_shim_pid_, -1), nullptr, 0);
     pending_signals_.clear();
     auto keep_alive = shared_from_this();
     if (AttemptObserver* observer = std::exchange(observer_, nullptr)) observer->OnStarted(status);
@@ -388,15 +387,13 @@ class ShimStart : public std::enable_shared_from_this<ShimStart> {
   // Detached mid-start: the first shim process is this process's child and
   // exits within moments; it is reaped off the loop's path.
   void ReapFirstShimLater() {
-    if (first_shim_pid_ > 0) ReapChildLater(io_, first_shim_pid_);
-    first_shim_reaped_ = true;
+    if (first_shim_pid_ > 0) ReapChildLater(io_, std::exchange(first_shim_pid_, -1));
   }
 
   asio::io_context& io_;
   fs::path dir_;
   fs::path cgroup_;
-  int first_shim_pid_;
-  bool first_shim_reaped_ = false;
+  int first_shim_pid_;  // Until reaped (or handed to ReapChildLater); -1 after, or for a standby shim.
   asio::posix::stream_descriptor report_;
   asio::steady_timer timer_;
   std::chrono::milliseconds timeout_{0};

@@ -21,6 +21,15 @@ class ShimStart;
 // (a WNOHANG poll every 100 ms, for at most 10 s): never blocks.
 void ReapChildLater(boost::asio::io_context& io, int pid);
 
+// A socket connected to the shim of `attempt_dir` (its shim.sock). Errors:
+// Unavailable ("tpud-shim: connect PATH: REASON").
+absl::StatusOr<shim::FrameStream::Socket> ConnectToShim(boost::asio::io_context& io,
+                                                        const std::filesystem::path& attempt_dir);
+
+// Removes what was made for an attempt whose trainer never started: its
+// directory and, when set, its cgroup.
+void RemoveUnstartedAttempt(const std::filesystem::path& attempt_dir, const std::filesystem::path& cgroup);
+
 // An Attempt whose process is the child of a tpud-shim. Output lines and the
 // exit arrive over the shim's socket (daemon/shim/protocol.h) and are
 // delivered to the observer on the loop, in order, the exit last. When the

@@ -121,9 +121,7 @@ absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Launch(const LaunchSpec& 
   absl::StatusOr<SpawnedProcess> shim = written.ok() ? SpawnShim(options_.shim_path, dir->string())
                                                      : absl::StatusOr<SpawnedProcess>(written);
   if (!shim.ok()) {  // Nothing runs.
-    std::error_code ec;
-    fs::remove_all(*dir, ec);
-    if (!spec.cgroup.empty()) (void)RemoveCgroup(spec.cgroup);
+    RemoveUnstartedAttempt(*dir, spec.cgroup);
     return shim.status();
   }
   // The shim reports the trainer's pid or its spawn error as an event on the
@@ -132,22 +130,10 @@ absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Launch(const LaunchSpec& 
                                observer);
 }
 
-absl::StatusOr<shim::FrameStream::Socket> ShimLauncher::ConnectToShim(const fs::path& attempt_dir) {
-  shim::FrameStream::Socket socket(io_);
-  const fs::path path = attempt_dir / shim::kSocketFile;
-  boost::system::error_code ec;
-  socket.connect(asio::local::stream_protocol::endpoint(path.string()), ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("tpud-shim: connect ", path.string(), ": ", ec.message()));
-  }
-  return socket;
-}
-
 absl::StatusOr<std::unique_ptr<Attempt>> ShimLauncher::Reattach(const fs::path& attempt_dir,
                                                                 AttemptObserver* observer) {
   absl::StatusOr<shim::ShimState> state = shim::ReadStateFile(attempt_dir / shim::kStateFile);
-  absl::StatusOr<shim::FrameStream::Socket> socket = ConnectToShim(attempt_dir);
+  absl::StatusOr<shim::FrameStream::Socket> socket = ConnectToShim(io_, attempt_dir);
   if (socket.ok() && state.ok()) {
     return ShimAttempt::Connected(io_, attempt_dir, *state, std::move(*socket), observer);
   }

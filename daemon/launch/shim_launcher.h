@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "daemon/launch/launcher.h"
-#include "daemon/shim/wire/frame_stream.h"
 
 namespace tpud {
 
@@ -99,8 +98,6 @@ class ShimLauncher final : public Launcher {
   static std::vector<std::filesystem::path> ListAttemptDirs(const std::filesystem::path& state_dir);
 
  private:
-  // Errors: Unavailable naming the socket and the connect error.
-  absl::StatusOr<shim::FrameStream::Socket> ConnectToShim(const std::filesystem::path& attempt_dir);
   // The standby shim, told to run the attempt in `dir`; nullopt when there
   // is none or it is gone (the caller starts a shim of its own).
   std::optional<std::unique_ptr<Attempt>> StartOnStandby(const std::filesystem::path& dir,

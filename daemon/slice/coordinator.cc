@@ -210,7 +210,7 @@ void Coordinator::Run() {
     bool stopping = false;
     {
       absl::MutexLock lock(&inputs_mu_);
-      inputs_mu_.AwaitWithTimeout(absl::Condition(static_cast<const Coordinator*>(this), &Coordinator::HasInputs), absl::FromChrono(options_.tick));
+      inputs_mu_.AwaitWithTimeout(absl::Condition(this, &Coordinator::HasInputs), absl::FromChrono(options_.tick));
       inputs.swap(inputs_);
       stopping = stopping_;
     }
@@ -460,12 +460,13 @@ bool Coordinator::Load() {
   watch.prefix = true;
   watch.start_revision = all->revision + 1;
   const std::int64_t epoch = ++watch_epoch_;
-  absl::StatusOr<std::unique_ptr<etcd::Watcher>> watcher = etcd_.Watch(watch, [this, epoch](const etcd::WatchUpdate& u) {
-    Input input(Input::kWatch);
-    input.source = epoch;
-    input.update = u;
-    Enqueue(std::move(input));
-  });
+  absl::StatusOr<std::unique_ptr<etcd::Watcher>> watcher =
+      etcd_.Watch(watch, [this, epoch](const etcd::WatchUpdate& u) {
+        Input input(Input::kWatch);
+        input.source = epoch;
+        input.update = u;
+        Enqueue(std::move(input));
+      });
   if (!watcher.ok()) {
     EtcdDown(watcher.status());
     return false;

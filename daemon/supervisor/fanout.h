@@ -43,7 +43,7 @@ class FanoutQueue {
   // Waits up to `timeout` for an item. nullopt on timeout or once closed and empty.
   std::optional<T> Pop(std::chrono::milliseconds timeout) {
     absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(static_cast<const FanoutQueue*>(this), &FanoutQueue::Ready), absl::FromChrono(timeout));
+    mu_.AwaitWithTimeout(absl::Condition(this, &FanoutQueue::Ready), absl::FromChrono(timeout));
     if (items_.empty()) return std::nullopt;
     auto [item, cost] = std::move(items_.front());
     items_.pop_front();

@@ -291,7 +291,8 @@ void Job::AttemptRunning() {
   if (spec_.gang && deps_.gang != nullptr) {
     deps_.gang->AttemptChanged(spec_.name, machine_.attempt, attempt_->pid(), machine_.generation);
   }
-  goodput_.OnAttemptStart(attempt_started_, checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step) : std::nullopt);
+  goodput_.OnAttemptStart(attempt_started_,
+                          checkpoint_ ? std::optional<std::int64_t>(checkpoint_->step) : std::nullopt);
   BeginAttemptWatch();
 }
 

@@ -144,7 +144,7 @@ void TpuRecovery::WorkerLoop() {
     CancelToken cancel;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(static_cast<const TpuRecovery*>(this), &TpuRecovery::HasWork));
+      mu_.Await(absl::Condition(this, &TpuRecovery::HasWork));
       if (stopping_) return;
       task = std::move(queue_.front());
       queue_.pop_front();

@@ -125,11 +125,11 @@ TEST_CASE("Shim: a missing executable or working dir is the same clear error as 
   CHECK_FALSE(recorder.exit.has_value());
 }
 
-// A tpud-shim that starts only once the file GO exists in `dir` (and
-// writes its pid to wrapper.pid first): what a slow shim start looks like.
-// `ever` false: it never starts. Used with no standby shim (the standby
-// would be one more such wrapper).
-fs::path HeldShim(const TempDir& dir, bool ever) {
+// Launcher options whose tpud-shim starts only once the file GO exists in
+// `dir` (and writes its pid to wrapper.pid first): what a slow shim start
+// looks like. `ever` false: it never starts. No standby shim (it would be one
+// more such wrapper).
+ShimLauncher::Options HeldShimOptions(const TempDir& dir, bool ever) {
   const fs::path wrapper = dir.path() / "held-shim";
   std::ofstream(wrapper) << "#!/bin/sh\necho $$ > " << (dir.path() / "wrapper.pid").string() << "\n"
                          // Gives up when the test's directory is gone: a failed test leaves nothing looping.
@@ -137,7 +137,10 @@ fs::path HeldShim(const TempDir& dir, bool ever) {
                          << " ] || exit 1; sleep 0.02; done\n"
                          << (ever ? "exec " TPUD_SHIM_BIN " \"$@\"\n" : "sleep 300\n");
   fs::permissions(wrapper, fs::perms(0755));
-  return wrapper;
+  ShimLauncher::Options options = Options(dir);
+  options.shim_path = wrapper;
+  options.standby = false;
+  return options;
 }
 
 int WrapperPid(const TempDir& dir) {
@@ -149,9 +152,7 @@ int WrapperPid(const TempDir& dir) {
 TEST_CASE("Shim: Launch does not wait for the shim, and a stop sent while it starts reaches the trainer", "[shim]") {
   TempDir dir;
   boost::asio::io_context io;
-  ShimLauncher::Options options = Options(dir);
-  options.shim_path = HeldShim(dir, /*ever=*/true);
-  options.standby = false;
+  ShimLauncher::Options options = HeldShimOptions(dir, /*ever=*/true);
   ShimLauncher launcher(io, options);
   Recorder recorder;
   auto attempt = launcher.Launch(Spec(dir, {"/bin/sh", "-c", "sleep 300"}), &recorder);
@@ -176,9 +177,7 @@ TEST_CASE("Shim: Launch does not wait for the shim, and a stop sent while it sta
 TEST_CASE("Shim: a shim that never reports is a DeadlineExceeded start, and is killed and reaped", "[shim]") {
   TempDir dir;
   boost::asio::io_context io;
-  ShimLauncher::Options options = Options(dir);
-  options.shim_path = HeldShim(dir, /*ever=*/false);
-  options.standby = false;
+  ShimLauncher::Options options = HeldShimOptions(dir, /*ever=*/false);
   options.ready_timeout = 300ms;
   ShimLauncher launcher(io, options);
   Recorder recorder;
@@ -196,9 +195,7 @@ TEST_CASE("Shim: an attempt dropped while its shim starts runs on, and a new dae
   int wrapper = -1;
   {
     boost::asio::io_context io;
-    ShimLauncher::Options options = Options(dir);
-    options.shim_path = HeldShim(dir, /*ever=*/true);
-    options.standby = false;
+    ShimLauncher::Options options = HeldShimOptions(dir, /*ever=*/true);
     ShimLauncher launcher(io, options);
     Recorder dropped;
     auto attempt = launcher.Launch(Spec(dir, Counter(dir, 6)), &dropped);
